@@ -1,0 +1,1 @@
+"""A programmable fake OpenAI-compatible gateway that replays fault scenarios."""

@@ -1,0 +1,1 @@
+"""Render conformance results into HTML, JUnit XML and Markdown."""
