@@ -11,3 +11,8 @@ def test_version(capsys):
         main(["--version"])
     assert exc.value.code == 0
     assert __version__ in capsys.readouterr().out
+
+
+def test_help_names_the_commands(capsys):
+    assert main([]) == 0
+    assert "list" in capsys.readouterr().out
