@@ -1,0 +1,215 @@
+"""Tool-call argument parsing for the reference agent (TJS-01..06, TOL-02).
+
+Theory of operation: arguments arrive as a dict or as JSON text. Text that fails to
+parse while the response was cut short (``finish_reason == "length"``) is handed to
+``recover_truncated_json``, which closes an unterminated string and any unclosed
+``{`` braces; an unclosed ``[`` is never guessed. A recovered object is used with a
+warning that the caller appends to the tool's result. Parsed arguments are then
+validated against the tool's JSON Schema so the model learns which field is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+__all__ = [
+    "TRUNCATION_HINT",
+    "TRUNCATION_WARNING",
+    "ParsedArgs",
+    "parse_tool_arguments",
+    "recover_truncated_json",
+]
+
+TRUNCATION_HINT = "(output truncated, please reduce your output)"
+TRUNCATION_WARNING = (
+    "[warning] The tool arguments were truncated and automatically repaired "
+    "(unterminated string or braces closed); check the result and keep "
+    "arguments shorter. " + TRUNCATION_HINT
+)
+
+_HEX = set("0123456789abcdefABCDEF")
+
+
+@dataclass(frozen=True)
+class ParsedArgs:
+    """Outcome of parsing one tool call's arguments."""
+
+    ok: bool
+    arguments: dict | None
+    error: str | None
+    warning: str | None
+
+
+def recover_truncated_json(text: str) -> str | None:
+    """Close a truncated JSON object, or return None when it cannot be recovered.
+
+    Rule: close an unclosed string and unclosed ``{`` braces. An unclosed ``[``
+    means no recovery. A dangling partial key, ``"key"`` or ``"key":`` with no
+    value, and a trailing comma are dropped so the result can parse. Never raises.
+    """
+    if not isinstance(text, str):
+        return None
+    stack: list[str] = []
+    in_str = False
+    esc_start = -1  # index of the backslash of an unfinished escape
+    uni_left = 0  # hex digits still expected after \u
+    str_start = -1
+    str_is_key = False
+    prev_sig = ""  # previous significant char outside strings ('"' for a string)
+    last_key_start = -1
+    last_token = ""  # open | key | colon | comma | value
+    for i, ch in enumerate(text):
+        if in_str:
+            if esc_start >= 0:
+                if uni_left:
+                    if ch not in _HEX:
+                        return None
+                    uni_left -= 1
+                    if uni_left == 0:
+                        esc_start = -1
+                elif ch == "u":
+                    uni_left = 4
+                else:
+                    esc_start = -1
+            elif ch == "\\":
+                esc_start = i
+            elif ch == '"':
+                in_str = False
+                prev_sig = '"'
+                if str_is_key:
+                    last_key_start = str_start
+                    last_token = "key"
+                else:
+                    last_token = "value"
+            continue
+        if ch.isspace():
+            continue
+        if ch == '"':
+            in_str = True
+            str_start = i
+            str_is_key = bool(stack) and stack[-1] == "{" and prev_sig in ("{", ",")
+        elif ch in "{[":
+            stack.append(ch)
+            last_token = "open"
+        elif ch in "}]":
+            if not stack or stack[-1] != ("{" if ch == "}" else "["):
+                return None
+            stack.pop()
+            last_token = "value"
+        elif ch == ":":
+            last_token = "colon"
+        elif ch == ",":
+            last_token = "comma"
+        else:
+            last_token = "value"
+        prev_sig = ch if ch != '"' else prev_sig
+    if not stack and not in_str:
+        return None  # nothing unclosed: not a truncation we can repair
+    if "[" in stack or not stack or stack[0] != "{":
+        return None
+    out = text
+    if in_str:
+        if str_is_key:
+            out = text[:str_start]
+        else:
+            out = (text[:esc_start] if esc_start >= 0 else text) + '"'
+    elif last_token in ("key", "colon"):
+        out = text[:last_key_start]
+    out = out.rstrip()
+    if out.endswith(","):
+        out = out[:-1]
+    return out + "}" * len(stack)
+
+
+def _describe_error(err: jsonschema.ValidationError) -> str:
+    path = ".".join(str(p) for p in err.absolute_path)
+    field = path or "(root)"
+    if err.validator == "type":
+        return f"field '{field}': expected type {err.validator_value!r}, got {type(err.instance).__name__} {err.instance!r}"
+    if err.validator == "format":
+        return f"field '{field}': expected format {err.validator_value!r}, got {err.instance!r}"
+    if err.validator == "required":
+        missing = [k for k in err.validator_value if k not in (err.instance or {})]
+        where = f" in '{path}'" if path else ""
+        return f"missing required field(s){where}: " + ", ".join(repr(m) for m in missing)
+    if err.validator == "additionalProperties":
+        return f"field '{field}': {err.message}"
+    return f"field '{field}': {err.message}"
+
+
+def _validate(args: dict, schema: dict | None) -> str | None:
+    if not schema:
+        return None
+    try:
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+        errors = sorted(validator.iter_errors(args), key=lambda e: list(map(str, e.absolute_path)))
+    except jsonschema.SchemaError as exc:
+        return f"Tool schema is invalid: {exc.message}"
+    if not errors:
+        return None
+    return "Invalid tool arguments: " + "; ".join(_describe_error(e) for e in errors)
+
+
+def _done(args: dict, schema: dict | None, warning: str | None) -> ParsedArgs:
+    problem = _validate(args, schema)
+    if problem:
+        return ParsedArgs(False, None, problem, warning)
+    return ParsedArgs(True, args, None, warning)
+
+
+def parse_tool_arguments(raw: str | dict, *, truncated: bool, schema: dict | None) -> ParsedArgs:
+    """Parse, repair and validate one tool call's arguments.
+
+    ``truncated`` is True when the response carrying the call ended with
+    ``finish_reason == "length"``; then errors carry TRUNCATION_HINT.
+    """
+    if isinstance(raw, dict):
+        return _done(raw, schema, None)
+    if not isinstance(raw, str):
+        return ParsedArgs(
+            False, None, f"Tool arguments must be a JSON object, got {type(raw).__name__}", None
+        )
+    text = raw.strip()
+    if not text:
+        return _done({}, schema, None)
+    hint = f" {TRUNCATION_HINT}" if truncated else ""
+    try:
+        value: Any = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if truncated:
+            fixed = recover_truncated_json(text)
+            if fixed is not None:
+                try:
+                    value = json.loads(fixed)
+                except json.JSONDecodeError:
+                    value = None
+                if isinstance(value, dict):
+                    return _done(value, schema, TRUNCATION_WARNING)
+        return ParsedArgs(
+            False,
+            None,
+            f"Invalid JSON in tool arguments: {exc.msg} at line {exc.lineno} column {exc.colno}.{hint}",
+            None,
+        )
+    if isinstance(value, str):
+        # TJS-06: an object double-encoded as a JSON string.
+        try:
+            inner = json.loads(value)
+        except json.JSONDecodeError:
+            inner = None
+        if isinstance(inner, dict):
+            return _done(inner, schema, None)
+    if not isinstance(value, dict):
+        return ParsedArgs(
+            False,
+            None,
+            f"Tool arguments must be a JSON object, got {type(value).__name__}.{hint}",
+            None,
+        )
+    return _done(value, schema, None)
