@@ -19,7 +19,7 @@ import email.utils
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 __all__ = [
     "BASE_DELAY_S",
@@ -152,9 +152,9 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: datetime) -> float
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     if now.tzinfo is None:
-        now = now.replace(tzinfo=timezone.utc)
+        now = now.replace(tzinfo=UTC)
     return max(0.0, (when - now).total_seconds())
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
@@ -20,7 +20,7 @@ from conformance.reference.retry import (
     parse_retry_after,
 )
 
-NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 def mid() -> float:
