@@ -1,0 +1,7 @@
+"""Entry point for ``python -m reports``."""
+
+import sys
+
+from reports.cli import main
+
+sys.exit(main())

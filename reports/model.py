@@ -1,0 +1,123 @@
+"""The view model shared by the HTML, JUnit and Markdown renderers.
+
+Several results documents (one per run, possibly one agent each) are merged into one
+``Report``: the union of their catalogues (first definition of an ID wins) and the list of
+all agents, each remembering the run it came from. Agent names are made unique.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "VERDICTS",
+    "SEVERITY",
+    "AgentView",
+    "Report",
+    "build_report",
+    "junit_classname",
+    "worst",
+]
+
+VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT")
+# Worst first, as in the results contract.
+SEVERITY = ("ERROR", "TIMEOUT", "FAIL", "NON-STRICT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
+
+
+def worst(verdicts: Sequence[str]) -> str:
+    """Return the worst verdict of ``verdicts`` (UNSUPPORTED when empty)."""
+    if not verdicts:
+        return "UNSUPPORTED"
+    return min(verdicts, key=SEVERITY.index)
+
+
+@dataclass
+class AgentView:
+    """One agent of one run."""
+
+    name: str
+    data: dict[str, Any]
+    run: dict[str, Any]
+    scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def verdict(self, cid: str) -> str | None:
+        """The agent's aggregate verdict for criterion ``cid``, or None when not assessed."""
+        res = self.data["criteria"].get(cid)
+        return res["verdict"] if res else None
+
+    def totals(self) -> dict[str, int]:
+        """Count of criteria per verdict."""
+        out = dict.fromkeys(VERDICTS, 0)
+        for res in self.data["criteria"].values():
+            out[res["verdict"]] += 1
+        return out
+
+
+@dataclass
+class Report:
+    """Everything the renderers need."""
+
+    runs: list[dict[str, Any]]
+    catalogue: list[dict[str, Any]]
+    agents: list[AgentView]
+
+    @property
+    def interrupted(self) -> bool:
+        """True when any merged run was interrupted."""
+        return any(r.get("interrupted") for r in self.runs)
+
+    def areas(self) -> list[tuple[str, list[dict[str, Any]]]]:
+        """Catalogue grouped by area, in catalogue order."""
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for c in self.catalogue:
+            groups.setdefault(c["area"], []).append(c)
+        return list(groups.items())
+
+    def totals(self) -> dict[str, int]:
+        """Count of (criterion, agent) verdicts per verdict, over all agents."""
+        out = dict.fromkeys(VERDICTS, 0)
+        for a in self.agents:
+            for k, v in a.totals().items():
+                out[k] += v
+        return out
+
+    def must_unsupported(self, agent: AgentView) -> list[str]:
+        """IDs of MUST criteria the agent got UNSUPPORTED for."""
+        return [
+            c["id"]
+            for c in self.catalogue
+            if c["level"] == "MUST" and agent.verdict(c["id"]) == "UNSUPPORTED"
+        ]
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "agent"
+
+
+def build_report(results: Sequence[dict[str, Any]]) -> Report:
+    """Merge validated results documents into one Report."""
+    catalogue: dict[str, dict[str, Any]] = {}
+    agents: list[AgentView] = []
+    seen: dict[str, int] = {}
+    for doc in results:
+        for c in doc["catalogue"]:
+            catalogue.setdefault(c["id"], c)
+        for a in doc["agents"]:
+            name = a["name"]
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
+                name = f"{name}#{seen[name]}"
+            view = AgentView(name=name, data=a, run=doc["run"])
+            view.scenarios = {s["id"]: s for s in a["scenarios"]}
+            agents.append(view)
+    return Report(
+        runs=[d["run"] for d in results], catalogue=list(catalogue.values()), agents=agents
+    )
+
+
+def junit_classname(agent: AgentView, area: str) -> str:
+    """The JUnit classname ``<agent>.<area>``."""
+    return f"{_slug(agent.name)}.{area}"

@@ -1,0 +1,56 @@
+"""Secret redaction applied to everything before it is rendered.
+
+Theory of operation: the whole results structure is deep-copied with every string scrubbed
+(given secrets, ``Bearer`` tokens) and the values of ``authorization`` / ``x-api-key``
+headers replaced; the template environment also scrubs each value it prints, so strings
+derived later (pretty JSON, joined text) are covered too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["MASK", "Redactor"]
+
+MASK = "[REDACTED]"
+_SECRET_HEADERS = {"authorization", "x-api-key", "proxy-authorization"}
+_BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+")
+_HEADER_LINE = re.compile(r"(?im)^((?:authorization|x-api-key)\s*:\s*)(.+)$")
+
+
+class Redactor:
+    """Scrubs given secrets, bearer tokens and secret header values."""
+
+    def __init__(self, secrets: Sequence[str] = ()) -> None:
+        # Longest first so a secret containing another is removed whole.
+        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+    def text(self, value: str) -> str:
+        """Return ``value`` with every secret replaced by MASK."""
+        for s in self._secrets:
+            value = value.replace(s, MASK)
+        value = _HEADER_LINE.sub(lambda m: m.group(1) + MASK, value)
+        return _BEARER.sub(f"Bearer {MASK}", value)
+
+    def deep(self, value: Any) -> Any:
+        """Return a redacted deep copy of a JSON-like value."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            out = {}
+            for k, v in value.items():
+                key = self.text(k) if isinstance(k, str) else k
+                if isinstance(k, str) and k.lower() in _SECRET_HEADERS and v is not None:
+                    out[key] = MASK
+                else:
+                    out[key] = self.deep(v)
+            return out
+        if isinstance(value, list | tuple):
+            return [self.deep(v) for v in value]
+        return value
+
+    def __call__(self, value: Any) -> Any:
+        """Jinja ``finalize`` hook: scrub strings, pass everything else through."""
+        return self.text(value) if isinstance(value, str) else value
