@@ -1,0 +1,1 @@
+"""Wire dialects: pure renderings of a scripted reply."""

@@ -1,0 +1,123 @@
+"""OpenAI chat-completions rendering of a scripted reply (pure, no I/O)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["stream_payloads", "frame", "json_body", "error_body", "DONE"]
+
+DONE = "[DONE]"
+
+
+def _pieces(s: str, n: int) -> list[str]:
+    return [s[i : i + n] for i in range(0, len(s), n)] or []
+
+
+def _chunk(
+    cid: str,
+    model: str,
+    created: int,
+    delta: dict[str, Any] | None,
+    finish: str | None = None,
+    usage: dict[str, Any] | None = None,
+    with_choice: bool = True,
+) -> str:
+    obj: dict[str, Any] = {
+        "id": cid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [],
+    }
+    if with_choice:
+        obj["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
+    if usage is not None:
+        obj["usage"] = usage
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def stream_payloads(
+    reply: dict[str, Any],
+    model: str,
+    cid: str = "chatcmpl-fake",
+    created: int = 0,
+    done: bool = True,
+) -> list[str]:
+    """The ``data:`` payloads of a streamed reply: role chunk, deltas, finish chunk, [DONE].
+
+    With ``finish_reason`` None the finish chunk is omitted (usage, if any, is sent with
+    ``finish_reason: null``).
+    """
+    n = int(reply.get("chunk_chars") or 16)
+    out = [_chunk(cid, model, created, {"role": "assistant", "content": ""})]
+    for piece in _pieces(reply.get("reasoning") or "", n):
+        out.append(_chunk(cid, model, created, {"reasoning_content": piece}))
+    for piece in _pieces(reply.get("text") or "", n):
+        out.append(_chunk(cid, model, created, {"content": piece}))
+    for i, call in enumerate(reply.get("tool_calls") or []):
+        head = {
+            "index": i,
+            "id": call.get("id") or f"call_{i}",
+            "type": "function",
+            "function": {"name": call["name"], "arguments": ""},
+        }
+        out.append(_chunk(cid, model, created, {"tool_calls": [head]}))
+        for piece in _pieces(call.get("arguments") or "", n):
+            out.append(
+                _chunk(
+                    cid,
+                    model,
+                    created,
+                    {"tool_calls": [{"index": i, "function": {"arguments": piece}}]},
+                )
+            )
+    finish = reply.get("finish_reason", "stop")
+    usage = reply.get("usage")
+    if finish is not None:
+        out.append(_chunk(cid, model, created, {}, finish, usage))
+    elif usage is not None:
+        out.append(_chunk(cid, model, created, None, None, usage, with_choice=False))
+    if done:
+        out.append(DONE)
+    return out
+
+
+def frame(payload: str) -> bytes:
+    """One SSE event; multi-line payloads get one ``data:`` line each."""
+    return ("".join(f"data: {line}\n" for line in payload.split("\n")) + "\n").encode()
+
+
+def json_body(
+    reply: dict[str, Any], model: str, cid: str = "chatcmpl-fake", created: int = 0
+) -> dict[str, Any]:
+    """The non-streaming chat.completion body of a reply."""
+    msg: dict[str, Any] = {"role": "assistant", "content": reply.get("text") or ""}
+    if reply.get("reasoning"):
+        msg["reasoning_content"] = reply["reasoning"]
+    if reply.get("tool_calls"):
+        msg["tool_calls"] = [
+            {
+                "id": c.get("id") or f"call_{i}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c.get("arguments", "")},
+            }
+            for i, c in enumerate(reply["tool_calls"])
+        ]
+    body: dict[str, Any] = {
+        "id": cid,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": msg, "finish_reason": reply.get("finish_reason", "stop")}
+        ],
+    }
+    if reply.get("usage") is not None:
+        body["usage"] = reply["usage"]
+    return body
+
+
+def error_body(message: str, type_: str = "server_error", code: Any = None) -> dict[str, Any]:
+    """An OpenAI-shaped error body."""
+    return {"error": {"message": message, "type": type_, "code": code}}

@@ -1,0 +1,156 @@
+"""Public handles on a running fake gateway: async (`async with Gateway()`) and thread-backed
+(`with Gateway.running() as gw`) for synchronous harness code."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from aiohttp import web
+
+from fakes.errors import FakesError
+from fakes.scenario import Scenario
+from fakes.server import GatewayApp
+
+__all__ = ["Gateway", "Session", "SyncGateway"]
+
+
+class Session:
+    """A session as seen by the harness: URLs and a redacted journal."""
+
+    def __init__(self, gw: Gateway | SyncGateway, sid: str) -> None:
+        self._gw = gw
+        self.id = sid
+        urls = gw.app.urls(sid)
+        self.base_url: str = urls["base_url"]
+        self.tool_endpoint: str = urls["tool_endpoint"]
+
+    def journal(self) -> dict[str, Any]:
+        """Contracts §2 journal (a snapshot copy)."""
+        return self._gw._call(lambda: self._gw.app.sessions[self.id].journal())
+
+    def wait_for(
+        self, pred: Callable[[dict[str, Any]], bool], timeout: float = 2.0
+    ) -> dict[str, Any]:
+        """Poll the journal until ``pred(journal)`` is true; raise FakesError on timeout."""
+        end = time.monotonic() + timeout
+        while True:
+            j = self.journal()
+            if pred(j):
+                return j
+            if time.monotonic() > end:
+                raise FakesError(f"session {self.id}: condition not met within {timeout}s")
+            time.sleep(0.005)
+
+
+class Gateway:
+    """The gateway on the current event loop: ``async with Gateway() as gw``."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, tls: bool = False) -> None:
+        if tls:
+            raise FakesError("TLS is not implemented yet in this build of the fake gateway")
+        self.host, self.port, self.tls = host, port, tls
+        self.app = GatewayApp()
+        self.ca_file: str | None = None
+        self.base_url = ""
+        self._runner: web.AppRunner | None = None
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        return fn()
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(self.app.app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = port
+        self.base_url = f"http://{self.host}:{port}"
+        self.app.base_url = self.base_url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Gateway:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def create_session(
+        self, scenario: Scenario | dict[str, Any], time_scale: float = 1.0
+    ) -> Session:
+        """Register a session (validates dict scenarios; raises ScenarioError)."""
+        st = self.app.add_session(scenario, time_scale)
+        return Session(self, st.id)
+
+    def drop_session(self, sid: str) -> None:
+        self.app.sessions.pop(sid, None)
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(
+        cls, host: str = "127.0.0.1", port: int = 0, tls: bool = False
+    ) -> Iterator[SyncGateway]:
+        """Start the gateway on its own thread and event loop for synchronous callers."""
+        gw = SyncGateway(cls(host, port, tls))
+        gw.start()
+        try:
+            yield gw
+        finally:
+            gw.stop()
+
+
+class SyncGateway:
+    """Thread-backed handle; every state access runs on the gateway's loop."""
+
+    def __init__(self, inner: Gateway) -> None:
+        self._inner = inner
+        self.app = inner.app
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="fake-gateway", daemon=True
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self._inner.base_url
+
+    @property
+    def ca_file(self) -> str | None:
+        return self._inner.ca_file
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        async def run() -> Any:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=10)
+
+    def start(self) -> None:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._inner.start(), self._loop).result(timeout=10)
+
+    def stop(self) -> None:
+        try:
+            asyncio.run_coroutine_threadsafe(self._inner.stop(), self._loop).result(timeout=10)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            self._loop.close()
+
+    def create_session(
+        self, scenario: Scenario | dict[str, Any], time_scale: float = 1.0
+    ) -> Session:
+        """Register a session; raises ScenarioError for an invalid dict scenario."""
+        st = self._call(lambda: self.app.add_session(scenario, time_scale))
+        return Session(self, st.id)
+
+    def drop_session(self, sid: str) -> None:
+        self._call(lambda: self.app.sessions.pop(sid, None))

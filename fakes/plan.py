@@ -1,0 +1,203 @@
+"""Decide what to send for one chat request: a pure function of the step and the request.
+
+Theory of operation: ``make_plan`` renders the reply fully (``full``), then applies the step's
+fault to get the list of byte chunks actually written (each with an unscaled delay before it)
+and how the response ends. The server only carries out a plan, scaling the delays.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from fakes.dialects import openai_chat as oc
+from fakes.scenario import STREAM_ONLY, Step
+
+__all__ = ["Chunk", "Plan", "make_plan", "harness_error_plan"]
+
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+@dataclass
+class Chunk:
+    """Bytes to write after waiting ``delay`` unscaled seconds; ``event`` counts data events."""
+
+    data: bytes
+    delay: float = 0.0
+    event: bool = True
+
+
+@dataclass
+class Plan:
+    """Everything the server needs to answer one request."""
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    stream: bool = False
+    chunks: list[Chunk] = field(default_factory=list)
+    ending: str = "complete"  # complete | reset | close
+    fault: str | None = None
+    full_bytes: int = 0
+    cut_at_byte: int | None = None
+    header_delay: float = 0.0
+    reset_before_headers: bool = False
+    retry_after_date: float | None = None
+    harness_error: str | None = None
+
+
+def harness_error_plan(message: str) -> Plan:
+    """A 500 reply for a request the script cannot serve."""
+    body = json.dumps(oc.error_body(message, "harness_error")).encode()
+    return Plan(
+        status=500,
+        headers=dict(JSON_HEADERS),
+        chunks=[Chunk(body, event=False)],
+        full_bytes=len(body),
+        harness_error=message,
+    )
+
+
+def _truncate(reply: dict[str, Any], part: str, at: int) -> dict[str, Any]:
+    r = dict(reply, finish_reason="length")
+    if part == "arguments":
+        calls = [dict(c) for c in (r.get("tool_calls") or [])[:1]]
+        if calls:
+            calls[0]["arguments"] = (calls[0].get("arguments") or "")[:at]
+        r["tool_calls"] = calls
+    else:
+        r[part] = (r.get(part) or "")[:at]
+    return r
+
+
+def make_plan(step: Step, request: dict[str, Any]) -> Plan:
+    """The plan for ``request`` (parsed JSON body) served by ``step``."""
+    stream = bool(request.get("stream"))
+    model = str(request.get("model") or "fake-model")
+    name, p = step.fault_name, step.fault_params
+    if name in STREAM_ONLY and not stream:
+        name = None
+    reply = dict(step.reply or {})
+    plan = Plan(stream=stream, fault=name)
+
+    if name == "http_error":
+        plan.status = int(p["status"])
+        plan.stream = False
+        body = p.get("body")
+        if body is None:
+            body = oc.error_body(
+                f"simulated error {plan.status}",
+                "rate_limit_error" if plan.status == 429 else "server_error",
+                str(plan.status),
+            )
+        raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        plan.headers = {
+            **({} if isinstance(body, str) else JSON_HEADERS),
+            **{k: str(v) for k, v in (p.get("headers") or {}).items()},
+        }
+        plan.chunks = [Chunk(raw, event=False)]
+        plan.full_bytes = len(raw)
+        plan.retry_after_date = p.get("retry_after_date")
+        return plan
+    if name == "reset_before_headers":
+        plan.reset_before_headers = True
+        plan.ending = "reset"
+        return plan
+    if name == "length":
+        reply = _truncate(reply, p["part"], int(p["at"]))
+    if name == "empty_reply":
+        kind = p.get("kind", "no_choices")
+        reply = {"text": "", "finish_reason": "stop"}
+        if kind == "no_choices":
+            return _no_choices(plan, model)
+    if name == "end_without_finish":
+        reply["finish_reason"] = None
+    if name == "delay_headers":
+        plan.header_delay = float(p["seconds"])
+
+    if not stream:
+        raw = json.dumps(oc.json_body(reply, model), ensure_ascii=False).encode()
+        plan.headers = dict(JSON_HEADERS)
+        plan.full_bytes = len(raw)
+        delay = float(p["seconds"]) if name == "stall" else 0.0
+        if name == "cut":
+            at = int(p.get("at_byte", 0))
+            plan.chunks = [Chunk(raw[:at], delay, event=False)]
+            plan.cut_at_byte, plan.ending = min(at, len(raw)), p.get("mode", "reset")
+        else:
+            plan.chunks = [Chunk(raw, delay, event=False)]
+        return plan
+
+    done = name not in ("finish_without_done",) and (
+        name != "end_without_finish" or bool(p.get("done", False))
+    )
+    frames = [oc.frame(x) for x in oc.stream_payloads(reply, model, done=done)]
+    plan.headers = dict(SSE_HEADERS)
+    plan.full_bytes = sum(len(f) for f in frames)
+    chunks = [Chunk(f) for f in frames]
+    n = int(p.get("after_events", 0))
+    if name == "cut":
+        plan.ending = p.get("mode", "reset")
+        if "at_byte" in p:
+            at = int(p["at_byte"])
+            plan.cut_at_byte = min(at, plan.full_bytes)
+            out, pos = [], 0
+            for c in chunks:
+                if pos >= at:
+                    break
+                take = c.data[: at - pos]
+                out.append(Chunk(take, event=len(take) == len(c.data)))
+                pos += len(c.data)
+            chunks = out
+        else:
+            chunks = chunks[:n]
+            plan.cut_at_byte = sum(len(c.data) for c in chunks)
+    elif name == "stall":
+        secs, ka = float(p["seconds"]), p.get("keepalive")
+        extra: list[Chunk] = []
+        waited = 0.0
+        if ka:
+            while waited + float(ka) < secs:
+                extra.append(Chunk(b": keep-alive\n\n", float(ka), event=False))
+                waited += float(ka)
+        rest = chunks[n:]
+        if rest:
+            rest[0] = Chunk(rest[0].data, secs - waited)
+        else:
+            extra.append(Chunk(b"", secs - waited, event=False))
+        chunks = chunks[:n] + extra + rest
+    elif name == "malformed_event":
+        bad = (
+            b'data: {"choices": [{"delta": \n\n'
+            if p.get("kind", "bad_json") == "bad_json"
+            else b'{"choices": []}\n\n'
+        )
+        chunks = chunks[:n] + [Chunk(bad, event=False)] + chunks[n:]
+    elif name == "in_band_error":
+        err = p.get("error") or {"message": "simulated in-band error", "type": "server_error"}
+        chunks = chunks[:n] + [Chunk(oc.frame(json.dumps({"error": err})))]
+    elif name == "slow_dribble":
+        chunks = [Chunk(c.data, float(p["interval"]) if i else 0.0) for i, c in enumerate(chunks)]
+    plan.chunks = chunks
+    return plan
+
+
+def _no_choices(plan: Plan, model: str) -> Plan:
+    obj = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [],
+    }
+    if plan.stream:
+        obj["object"] = "chat.completion.chunk"
+        frames = [oc.frame(json.dumps(obj)), oc.frame(oc.DONE)]
+        plan.headers = dict(SSE_HEADERS)
+        plan.chunks = [Chunk(f) for f in frames]
+    else:
+        plan.headers = dict(JSON_HEADERS)
+        plan.chunks = [Chunk(json.dumps(obj).encode(), event=False)]
+    plan.full_bytes = sum(len(c.data) for c in plan.chunks)
+    return plan

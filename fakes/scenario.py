@@ -1,0 +1,203 @@
+"""Load and validate scenario files (YAML) against ``scenarios/schema.json``.
+
+Theory of operation: the YAML is composed into a node tree first so that every JSON path
+(``("script", 2, "fault")``) maps to the line where it starts; jsonschema errors are then
+reported at the line of the deepest path that has one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from fakes.errors import ScenarioError
+
+__all__ = ["Scenario", "Step", "load_scenario", "load_scenarios", "SCHEMA_PATH", "schema"]
+
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "scenarios" / "schema.json"
+_SCHEMA: dict[str, Any] | None = None
+
+# Faults that only make sense on a stream; a `match: {stream: false}` step may not use them.
+STREAM_ONLY = {
+    "end_without_finish",
+    "finish_without_done",
+    "malformed_event",
+    "in_band_error",
+    "slow_dribble",
+}
+
+
+def schema() -> dict[str, Any]:
+    """The scenario JSON Schema (cached)."""
+    global _SCHEMA
+    if _SCHEMA is None:
+        _SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return _SCHEMA
+
+
+@dataclass(frozen=True)
+class Step:
+    """One script step: serves ``times`` chat requests that ``match`` accepts."""
+
+    index: int
+    reply: dict[str, Any] | None
+    fault: dict[str, Any] | None
+    match: dict[str, Any] = field(default_factory=dict)
+    times: int = 1
+
+    @property
+    def fault_name(self) -> str | None:
+        return next(iter(self.fault)) if self.fault else None
+
+    @property
+    def fault_params(self) -> dict[str, Any]:
+        if not self.fault:
+            return {}
+        value = next(iter(self.fault.values()))
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario (contracts §1); ``raw`` is the original mapping."""
+
+    id: str
+    criteria: list[str]
+    prompt: str
+    script: list[Step]
+    raw: dict[str, Any]
+    title: str = ""
+    capabilities: list[str] = field(default_factory=list)
+    deadline: float | None = None
+    tls: bool = False
+    config: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_host: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    abort: dict[str, Any] | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    source: str = "<dict>"
+
+    @classmethod
+    def from_dict(
+        cls, data: Any, source: str = "<dict>", lines: dict[tuple[Any, ...], int] | None = None
+    ) -> Scenario:
+        """Validate ``data`` and build a Scenario; raise ScenarioError naming what is wrong."""
+        _validate(data, source, lines or {})
+        steps = [
+            Step(
+                index=i,
+                reply=s.get("reply"),
+                fault=_norm_fault(s.get("fault")),
+                match=s.get("match") or {},
+                times=s.get("times", 1),
+            )
+            for i, s in enumerate(data["script"])
+        ]
+        for st in steps:
+            if st.match.get("stream") is False and st.fault_name in STREAM_ONLY:
+                path = ("script", st.index, "fault")
+                raise ScenarioError(
+                    f"{_where(source, lines or {}, path)}: {_fmt(path)}: "
+                    f"{st.fault_name!r} is a stream-only fault but the step "
+                    "matches stream: false"
+                )
+        return cls(
+            id=data["id"],
+            criteria=list(data["criteria"]),
+            prompt=data["prompt"],
+            script=steps,
+            raw=data,
+            title=data.get("title", ""),
+            capabilities=list(data.get("capabilities", [])),
+            deadline=data.get("deadline"),
+            tls=bool(data.get("tls", False)),
+            config=dict(data.get("config") or {}),
+            tools=list(data.get("tools", [])),
+            tool_host=dict(data.get("tool_host") or {}),
+            abort=data.get("abort"),
+            history=list(data.get("history", [])),
+            source=source,
+        )
+
+
+def _norm_fault(fault: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not fault:
+        return None
+    name, value = next(iter(fault.items()))
+    return {name: value if isinstance(value, dict) else {}}
+
+
+def _fmt(path: tuple[Any, ...]) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "<root>"
+
+
+def _where(source: str, lines: dict[tuple[Any, ...], int], path: tuple[Any, ...]) -> str:
+    for n in range(len(path), -1, -1):
+        if path[:n] in lines:
+            return f"{source}:{lines[path[:n]]}"
+    return source
+
+
+def _validate(data: Any, source: str, lines: dict[tuple[Any, ...], int]) -> None:
+    validator = jsonschema.Draft202012Validator(schema())
+    err = jsonschema.exceptions.best_match(validator.iter_errors(data))
+    if err is None:
+        return
+    path = tuple(err.absolute_path)
+    msg = err.message
+    if err.validator == "additionalProperties":
+        msg += f"; allowed: {', '.join(sorted(err.schema.get('properties', {})))}"
+    raise ScenarioError(f"{_where(source, lines, path)}: {_fmt(path)}: {msg}")
+
+
+def _line_map(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = k.value
+            out[path + (key,)] = k.start_mark.line + 1
+            _line_map(v, path + (key,), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _line_map(v, path + (i,), out)
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Load one scenario YAML file; the id must equal the file stem."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ScenarioError(f"{p}: cannot read: {e}") from e
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise ScenarioError(f"{p}{line}: invalid YAML: {e}") from e
+    lines: dict[tuple[Any, ...], int] = {}
+    if node is not None:
+        _line_map(node, (), lines)
+    sc = Scenario.from_dict(data, source=str(p), lines=lines)
+    if sc.id != p.stem:
+        raise ScenarioError(
+            f"{_where(str(p), lines, ('id',))}: id: {sc.id!r} must equal the file stem {p.stem!r}"
+        )
+    return sc
+
+
+def load_scenarios(path: str | Path) -> list[Scenario]:
+    """Load a file, or every ``*.yaml`` under a directory (recursive, sorted)."""
+    p = Path(path)
+    if p.is_dir():
+        return [load_scenario(f) for f in sorted(p.rglob("*.yaml"))]
+    return [load_scenario(p)]

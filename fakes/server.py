@@ -1,0 +1,360 @@
+"""The aiohttp application of the fake gateway: sessions, chat, models, tool host, control API.
+
+Theory of operation: each request is journaled on arrival; chat requests pick a script step
+(``SessionState.take_step``), get a pure ``Plan`` (``fakes.plan.make_plan``) and the server
+carries it out, recording exactly the bytes written and how the connection ended. A ``reset``
+sets SO_LINGER 0 before aborting so the peer sees an RST; a ``close`` shuts the connection
+cleanly without the final zero-length chunk, so an HTTP client sees an incomplete body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import socket
+import struct
+import time
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from fakes.dialects import openai_chat as oc
+from fakes.errors import ScenarioError
+from fakes.plan import Plan, harness_error_plan, make_plan
+from fakes.scenario import Scenario, load_scenario
+from fakes.session import SessionState, redact_headers
+
+__all__ = ["MAX_BODY_BYTES", "GatewayApp"]
+
+MAX_BODY_BYTES = 8 * 1024 * 1024  # larger request bodies get 413
+
+
+def _rst(transport: Any) -> None:
+    sock = transport.get_extra_info("socket") if transport else None
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    if transport is not None:
+        transport.abort()
+
+
+def _err(status: int, message: str, type_: str = "invalid_request_error") -> web.Response:
+    return web.json_response(oc.error_body(message, type_), status=status)
+
+
+class GatewayApp:
+    """Holds the sessions and builds the aiohttp ``web.Application``."""
+
+    def __init__(self) -> None:
+        self.sessions: dict[str, SessionState] = {}
+        self.base_url = ""
+        self.app = web.Application(client_max_size=MAX_BODY_BYTES)
+        r = self.app.router
+        r.add_post("/_control/sessions", self._create)
+        r.add_get("/_control/sessions/{sid}/journal", self._journal)
+        r.add_delete("/_control/sessions/{sid}", self._drop)
+        r.add_post("/s/{sid}/v1/chat/completions", self._chat)
+        r.add_get("/s/{sid}/v1/models", self._models)
+        r.add_post("/s/{sid}/tools/{tool}", self._tool)
+        r.add_route("*", "/s/{sid}/{tail:.*}", self._unknown)
+
+    # -- sessions -------------------------------------------------------------
+    def add_session(
+        self,
+        scenario: Scenario | dict[str, Any],
+        time_scale: float = 1.0,
+    ) -> SessionState:
+        if isinstance(scenario, dict):
+            scenario = Scenario.from_dict(scenario)
+        if not (isinstance(time_scale, (int, float)) and time_scale > 0):
+            raise ScenarioError(f"time_scale: {time_scale!r} must be a number > 0")
+        st = SessionState(scenario=scenario, time_scale=float(time_scale))
+        self.sessions[st.id] = st
+        return st
+
+    def urls(self, sid: str) -> dict[str, str]:
+        return {
+            "session": sid,
+            "base_url": f"{self.base_url}/s/{sid}/v1",
+            "tool_endpoint": f"{self.base_url}/s/{sid}/tools",
+        }
+
+    async def _create(self, request: web.Request) -> web.Response:
+        try:
+            data = await request.json()
+        except Exception as e:  # noqa: BLE001 - any parse failure is the client's
+            return _err(400, f"control body is not valid JSON: {e}")
+        if not isinstance(data, dict):
+            return _err(400, "control body must be a JSON object")
+        scale = data.pop("time_scale", 1.0)
+        try:
+            if "path" in data:
+                sc: Scenario | dict[str, Any] = load_scenario(Path(data["path"]))
+            else:
+                sc = data.get("scenario", data)
+            st = self.add_session(sc, scale)
+        except ScenarioError as e:
+            return _err(400, str(e))
+        return web.json_response(self.urls(st.id))
+
+    async def _journal(self, request: web.Request) -> web.Response:
+        st = self.sessions.get(request.match_info["sid"])
+        if st is None:
+            return _err(404, f"unknown session {request.match_info['sid']!r}")
+        return web.json_response(st.journal())
+
+    async def _drop(self, request: web.Request) -> web.Response:
+        if self.sessions.pop(request.match_info["sid"], None) is None:
+            return _err(404, f"unknown session {request.match_info['sid']!r}")
+        return web.json_response({"dropped": request.match_info["sid"]})
+
+    # -- journaling -----------------------------------------------------------
+    def _entry(self, st: SessionState, request: web.Request, kind: str) -> dict[str, Any]:
+        e: dict[str, Any] = {
+            "seq": len(st.entries),
+            "kind": kind,
+            "step": None,
+            "method": request.method,
+            "path": request.path,
+            "headers": redact_headers(request.headers),
+            "body": None,
+            "body_error": None,
+            "t_arrival_ns": time.monotonic_ns(),
+            "fault": None,
+            "response": None,
+            "harness_error": None,
+        }
+        st.entries.append(e)
+        return e
+
+    async def _read_json(self, request: web.Request, e: dict[str, Any]) -> Any:
+        """Parsed body, or a web.Response (4xx) already recorded in ``e``."""
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            e["body_error"] = f"body larger than {MAX_BODY_BYTES} bytes"
+            return _err(413, f"request body larger than the limit of {MAX_BODY_BYTES} bytes")
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as ex:
+            e["body_error"] = f"invalid JSON: {ex}"
+            return _err(400, f"request body is not valid JSON: {ex}")
+        e["body"] = body
+        return body
+
+    # -- handlers -------------------------------------------------------------
+    def _session(self, request: web.Request) -> SessionState | None:
+        return self.sessions.get(request.match_info["sid"])
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        st = self._session(request)
+        if st is None:
+            return _err(404, f"unknown session {request.match_info['sid']!r}")
+        e = self._entry(st, request, "chat")
+        body = await self._read_json(request, e)
+        if isinstance(body, web.Response):
+            return self._record_simple(e, body)
+        problem = _check_chat(body)
+        if problem:
+            e["body_error"] = problem
+            return self._record_simple(e, _err(400, problem))
+        step = st.take_step(body)
+        if step is None:
+            plan = harness_error_plan(
+                f"scenario {st.scenario.id!r}: no script step left that matches this request "
+                f"(request #{e['seq']}, stream={bool(body.get('stream'))})"
+            )
+        else:
+            e["step"] = step.index
+            plan = make_plan(step, body)
+        e["harness_error"] = plan.harness_error
+        e["fault"] = plan.fault
+        return await self._execute(request, plan, e, st.time_scale)
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        st = self._session(request)
+        if st is None:
+            return _err(404, f"unknown session {request.match_info['sid']!r}")
+        e = self._entry(st, request, "models")
+        return self._record_simple(
+            e,
+            web.json_response(
+                {"object": "list", "data": [{"id": "fake-model", "object": "model"}]}
+            ),
+        )
+
+    async def _unknown(self, request: web.Request) -> web.StreamResponse:
+        st = self._session(request)
+        resp = _err(404, f"no such endpoint: {request.method} {request.path}")
+        if st is not None:
+            e = self._entry(st, request, "unknown")
+            e["harness_error"] = "unknown endpoint"
+            return self._record_simple(e, resp)
+        return resp
+
+    async def _tool(self, request: web.Request) -> web.StreamResponse:
+        st = self._session(request)
+        if st is None:
+            return _err(404, f"unknown session {request.match_info['sid']!r}")
+        e = self._entry(st, request, "tool")
+        name = request.match_info["tool"]
+        e.update(tool=name, call_id=None, arguments=None, behaviour=None)
+        body = await self._read_json(request, e)
+        if isinstance(body, web.Response):
+            return self._record_simple(e, body)
+        if isinstance(body, dict):
+            e["call_id"], e["arguments"] = body.get("call_id"), body.get("arguments")
+        script = st.scenario.tool_host.get(name)
+        if not script:
+            e["harness_error"] = f"tool {name!r} has no scripted behaviour"
+            return self._record_simple(e, _err(500, e["harness_error"], "harness_error"))
+        i = st.tool_cursor.get(name, 0)
+        st.tool_cursor[name] = i + 1
+        beh = script[min(i, len(script) - 1)]
+        kind, val = next(iter(beh.items()))
+        e["behaviour"] = kind
+        status, payload = 200, None
+        if kind == "output":
+            payload = {"output": val}
+        elif kind == "error":
+            payload = {
+                "error": {"type": val.get("type", "execution_error"), "message": val["message"]}
+            }
+        elif kind == "permission_denied":
+            payload = {
+                "error": {
+                    "type": "permission_denied",
+                    "message": (val or {}).get("reason", "permission denied"),
+                }
+            }
+        elif kind == "transient":
+            status = 503
+            payload = {
+                "error": {
+                    "type": "transient",
+                    "message": (val or {}).get("message", "transient failure"),
+                }
+            }
+        elif kind == "hang":
+            await asyncio.sleep(float(val) * st.time_scale)
+            status, payload = 504, {"error": {"type": "timeout", "message": "tool timed out"}}
+        elif kind == "large_output":
+            payload = {"output": large_text(int(val["bytes"]))}
+        return self._record_simple(e, web.json_response(payload, status=status))
+
+    # -- carrying out -----------------------------------------------------------
+    def _record_simple(self, e: dict[str, Any], resp: web.Response) -> web.Response:
+        now = time.monotonic_ns()
+        data = resp.body if isinstance(resp.body, bytes) else b""
+        e["response"] = {
+            "status": resp.status,
+            "headers": redact_headers(resp.headers),
+            "stream": False,
+            "sent": data.decode("utf-8", "replace"),
+            "sent_bytes": len(data),
+            "full_bytes": len(data),
+            "events_sent": 0,
+            "cut_at_byte": None,
+            "t_headers_ns": now,
+            "t_wall_headers": time.time(),
+            "t_end_ns": now,
+            "end": "complete",
+        }
+        return resp
+
+    async def _execute(
+        self, request: web.Request, plan: Plan, e: dict[str, Any], scale: float
+    ) -> web.StreamResponse:
+        r: dict[str, Any] = {
+            "status": plan.status,
+            "headers": {},
+            "stream": plan.stream,
+            "sent": "",
+            "sent_bytes": 0,
+            "full_bytes": plan.full_bytes,
+            "events_sent": 0,
+            "cut_at_byte": plan.cut_at_byte,
+            "t_headers_ns": None,
+            "t_wall_headers": None,
+            "t_end_ns": None,
+            "end": "complete",
+        }
+        e["response"] = r
+        transport = request.transport
+        if plan.reset_before_headers:
+            _rst(transport)
+            r.update(status=None, end="reset", t_end_ns=time.monotonic_ns())
+            return web.Response(status=500)  # never reaches the wire
+        if plan.header_delay:
+            await asyncio.sleep(plan.header_delay * scale)
+        headers = dict(plan.headers)
+        if plan.retry_after_date is not None:
+            headers["Retry-After"] = email.utils.formatdate(
+                time.time() + plan.retry_after_date, usegmt=True
+            )
+        resp = web.StreamResponse(status=plan.status, headers=headers)
+        if plan.stream:
+            resp.enable_chunked_encoding()
+        else:
+            resp.content_length = plan.full_bytes
+        sent = bytearray()
+        try:
+            await resp.prepare(request)
+            r["t_headers_ns"], r["t_wall_headers"] = time.monotonic_ns(), time.time()
+            r["headers"] = redact_headers(resp.headers)
+            for c in plan.chunks:
+                if c.delay:
+                    await asyncio.sleep(c.delay * scale)
+                if c.data:
+                    await resp.write(c.data)
+                    sent += c.data
+                    r["sent_bytes"] = len(sent)
+                if c.event:
+                    r["events_sent"] += 1
+            if plan.ending == "reset":
+                _rst(transport)
+                r["end"] = "reset"
+            elif plan.ending == "close":
+                if transport is not None:
+                    transport.close()
+                r["end"] = "close"
+            else:
+                await resp.write_eof()
+        except (ConnectionError, asyncio.CancelledError) as ex:
+            r["end"] = "client_gone"
+            if isinstance(ex, asyncio.CancelledError):
+                r["sent"] = sent.decode("utf-8", "replace")
+                r["t_end_ns"] = time.monotonic_ns()
+                raise
+        r["sent"] = sent.decode("utf-8", "replace")
+        r["t_end_ns"] = time.monotonic_ns()
+        return resp
+
+
+def _check_chat(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "request body must be a JSON object"
+    if not isinstance(body.get("messages"), list):
+        return "'messages' must be an array"
+    if "stream" in body and not isinstance(body["stream"], bool):
+        return f"'stream' must be a boolean, got {type(body['stream']).__name__}"
+    if "model" in body and not isinstance(body["model"], str):
+        return f"'model' must be a string, got {type(body['model']).__name__}"
+    if "tools" in body and body["tools"] is not None and not isinstance(body["tools"], list):
+        return "'tools' must be an array"
+    return None
+
+
+def large_text(n: int) -> str:
+    """Deterministic ASCII text of exactly ``n`` bytes, lines ``line 00001 xxxx…``."""
+    out, i = [], 1
+    total = 0
+    while total < n:
+        line = f"line {i:05d} " + "x" * 52 + "\n"
+        out.append(line)
+        total += len(line)
+        i += 1
+    return "".join(out)[:n]

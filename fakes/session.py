@@ -1,0 +1,82 @@
+"""Per-session state: script cursor (step uses), tool-host cursors and the journal."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from fakes.scenario import Scenario, Step
+
+__all__ = ["SessionState", "select_step", "redact_headers", "REDACTED"]
+
+REDACTED = "[REDACTED]"
+_SECRET_HEADERS = {"authorization", "x-api-key", "proxy-authorization", "api-key"}
+
+
+def redact_headers(headers: Any) -> dict[str, str]:
+    """Lower-cased header names; secret values replaced by ``[REDACTED]``."""
+    return {
+        k.lower(): (REDACTED if k.lower() in _SECRET_HEADERS else v) for k, v in headers.items()
+    }
+
+
+def _all_text(messages: Any) -> str:
+    parts: list[str] = []
+    for m in messages if isinstance(messages, list) else []:
+        c = m.get("content") if isinstance(m, dict) else None
+        if isinstance(c, str):
+            parts.append(c)
+        elif isinstance(c, list):
+            parts += [x.get("text", "") for x in c if isinstance(x, dict)]
+    return "\n".join(p for p in parts if isinstance(p, str))
+
+
+def _matches(step: Step, req: dict[str, Any]) -> bool:
+    m = step.match
+    if "stream" in m and bool(req.get("stream")) != m["stream"]:
+        return False
+    if "model" in m and req.get("model") != m["model"]:
+        return False
+    if "contains" in m and m["contains"].lower() not in _all_text(req.get("messages")).lower():
+        return False
+    return not ("tools" in m and bool(req.get("tools")) != m["tools"])
+
+
+def select_step(script: list[Step], used: list[int], req: dict[str, Any]) -> Step | None:
+    """Earliest step with uses left whose match accepts ``req`` (contracts §5)."""
+    for st in script:
+        if used[st.index] < st.times and _matches(st, req):
+            return st
+    return None
+
+
+@dataclass
+class SessionState:
+    """Mutable state of one session; touched only from the server's event loop."""
+
+    scenario: Scenario
+    time_scale: float = 1.0
+    id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    used: list[int] = field(default_factory=list)
+    tool_cursor: dict[str, int] = field(default_factory=dict)
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.used = [0] * len(self.scenario.script)
+
+    def take_step(self, req: dict[str, Any]) -> Step | None:
+        st = select_step(self.scenario.script, self.used, req)
+        if st is not None:
+            self.used[st.index] += 1
+        return st
+
+    def journal(self) -> dict[str, Any]:
+        """Contracts §2 journal (a deep copy; headers already redacted on entry)."""
+        return {
+            "session": self.id,
+            "scenario": self.scenario.id,
+            "time_scale": self.time_scale,
+            "entries": copy.deepcopy(self.entries),
+        }
