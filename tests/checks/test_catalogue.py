@@ -1,0 +1,52 @@
+"""The catalogue covers exactly the criteria index, with the same levels."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import AREAS, CATALOGUE, LEVELS, by_id
+
+INDEX = Path(__file__).with_name("criteria_index.md")
+_ROW = re.compile(r"^\|\s*([A-Z]{3}-\d{2})\s*\|\s*(MUST|SHOULD|MAY)\s*\|")
+
+
+def _index_levels() -> dict[str, str]:
+    rows: dict[str, str] = {}
+    for line in INDEX.read_text(encoding="utf-8").splitlines():
+        m = _ROW.match(line)
+        if m:
+            assert m.group(1) not in rows, f"duplicate id in index: {m.group(1)}"
+            rows[m.group(1)] = m.group(2)
+    return rows
+
+
+def test_index_parses_to_many_rows() -> None:
+    assert len(_index_levels()) >= 89
+
+
+def test_catalogue_has_exactly_the_index_ids_and_levels() -> None:
+    index = _index_levels()
+    ours = {c.id: c.level for c in CATALOGUE}
+    assert len(ours) == len(CATALOGUE), "duplicate ids in catalogue"
+    assert set(ours) - set(index) == set(), "ids not in index"
+    assert set(index) - set(ours) == set(), "ids missing from catalogue"
+    assert ours == index
+
+
+@pytest.mark.parametrize("crit", CATALOGUE, ids=lambda c: c.id)
+def test_criterion_fields(crit) -> None:
+    assert crit.level in LEVELS
+    assert crit.area == crit.id.split("-")[0] and crit.area in AREAS
+    assert crit.title and crit.text and crit.source
+    assert "seed" in crit.source or "criteria.md" in crit.source
+    if crit.level == "MAY":
+        assert crit.capability, "a MAY criterion needs a capability to be UNSUPPORTED without"
+
+
+def test_by_id() -> None:
+    assert by_id("RTY-01").level == "MUST"
+    with pytest.raises(KeyError, match="NOPE-01"):
+        by_id("NOPE-01")
