@@ -1,0 +1,202 @@
+"""A read model over one scenario run: the gateway journal plus the agent's events.
+
+Theory of operation: checks judge from the wire first. A chat "attempt" is one journal entry of
+kind ``chat``; attempts are grouped per request mode (``stream`` true/false) into retry runs: an
+attempt that follows a failed attempt of the same mode is a retry, numbered from 1. The wait
+before a retry is measured from the end of the failed response (``response.t_end_ns``, or the
+latest time the gateway recorded for it) to the retry's arrival, divided by the run's time scale
+so it is expressed in scenario (nominal) seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+__all__ = [
+    "Evidence",
+    "Retry",
+    "RETRYABLE_STATUSES",
+    "SLACK_REAL_S",
+    "nominal_backoff",
+    "asked_wait",
+    "is_failed",
+]
+
+# Statuses the retry policy covers (429, 5xx of RTY-05, 408/409 of RTY-16).
+RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+# Fixed scheduling slack per attempt, in real seconds.
+SLACK_REAL_S = 0.005
+
+
+def nominal_backoff(n: int) -> float:
+    """Nominal delay in seconds before retry ``n`` (1-based): min(32, 0.5 * 2^(n-1))."""
+    if n < 1:
+        raise ValueError(f"retry number must be >= 1, got {n}")
+    return min(32.0, 0.5 * 2 ** (n - 1))
+
+
+def is_failed(entry: dict[str, Any]) -> bool:
+    """Whether a chat attempt failed on the wire (error status, no response, or broken)."""
+    resp = entry.get("response")
+    if not resp:
+        return True
+    status = resp.get("status")
+    if status is None or status >= 400:
+        return True
+    return resp.get("end") in ("reset", "close") or entry.get("fault") in (
+        "reset_before_headers",
+        "cut",
+        "end_without_finish",
+        "malformed_event",
+        "in_band_error",
+        "stall",
+        "empty_reply",
+    )
+
+
+def _header(entry: dict[str, Any], name: str) -> str | None:
+    headers = (entry.get("response") or {}).get("headers") or {}
+    for k, v in headers.items():
+        if k.lower() == name:
+            return str(v)
+    return None
+
+
+def asked_wait(entry: dict[str, Any]) -> tuple[float, str] | None:
+    """The wait the server asked for, in nominal seconds, and the header that asked.
+
+    ``retry-after-ms`` is preferred over ``retry-after``; an HTTP-date is measured from the
+    wall-clock moment the headers were written (``response.t_wall_headers``).
+    """
+    ms = _header(entry, "retry-after-ms")
+    if ms is not None:
+        try:
+            return float(ms) / 1000.0, "retry-after-ms"
+        except ValueError:
+            pass
+    ra = _header(entry, "retry-after")
+    if ra is None:
+        return None
+    try:
+        return float(ra), "retry-after"
+    except ValueError:
+        pass
+    wall = (entry.get("response") or {}).get("t_wall_headers")
+    try:
+        when = parsedate_to_datetime(ra).timestamp()
+    except (TypeError, ValueError):
+        return None
+    if wall is None:
+        return None
+    return max(0.0, when - float(wall)), "retry-after-date"
+
+
+@dataclass(frozen=True)
+class Retry:
+    """One retry: the failed attempt, the attempt that followed it, its number and wait."""
+
+    failed: dict[str, Any]
+    attempt: dict[str, Any]
+    n: int
+    wait: float  # nominal seconds
+
+
+@dataclass
+class Evidence:
+    """Everything one scenario run left behind, with read helpers for the checks."""
+
+    scenario: dict[str, Any]
+    journal: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    time_scale: float = 1.0
+    capabilities: set[str] = field(default_factory=set)
+    debug_files: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.journal, dict) or not isinstance(self.journal.get("entries"), list):
+            raise ValueError("Evidence.journal must be a dict with an 'entries' list")
+        if not self.time_scale or self.time_scale <= 0:
+            raise ValueError(f"Evidence.time_scale must be > 0, got {self.time_scale!r}")
+
+    # --- wire -------------------------------------------------------------------------------
+    @property
+    def slack(self) -> float:
+        """The per-attempt scheduling slack in nominal seconds."""
+        return SLACK_REAL_S / self.time_scale
+
+    def chat(self) -> list[dict[str, Any]]:
+        """Chat attempts in arrival order (entries the gateway could not serve left out)."""
+        entries = [
+            e
+            for e in self.journal["entries"]
+            if e.get("kind") == "chat" and not e.get("harness_error")
+        ]
+        return sorted(entries, key=lambda e: (e.get("t_arrival_ns", 0), e.get("seq", 0)))
+
+    def bodies(self) -> list[dict[str, Any]]:
+        """The parsed bodies of the chat attempts, in order."""
+        return [e.get("body") or {} for e in self.chat()]
+
+    def tool_entries(self) -> list[dict[str, Any]]:
+        """Hosted tool invocations in arrival order."""
+        return [e for e in self.journal["entries"] if e.get("kind") == "tool"]
+
+    @staticmethod
+    def mode(entry: dict[str, Any]) -> bool:
+        """The request mode: True for streaming."""
+        return bool((entry.get("body") or {}).get("stream", False))
+
+    @staticmethod
+    def end_ns(entry: dict[str, Any]) -> int:
+        """When the attempt's response ended (the latest time recorded for it)."""
+        resp = entry.get("response") or {}
+        for key in ("t_end_ns", "t_headers_ns"):
+            if resp.get(key) is not None:
+                return int(resp[key])
+        return int(entry.get("t_arrival_ns", 0))
+
+    def gap(self, before: dict[str, Any], after: dict[str, Any]) -> float:
+        """Nominal seconds from the end of ``before``'s response to ``after``'s arrival."""
+        return (int(after["t_arrival_ns"]) - self.end_ns(before)) / 1e9 / self.time_scale
+
+    def runs(self, stream: bool) -> list[list[dict[str, Any]]]:
+        """Retry runs of one mode: consecutive attempts, each after a failure of the previous."""
+        runs: list[list[dict[str, Any]]] = []
+        current: list[dict[str, Any]] = []
+        for e in (e for e in self.chat() if self.mode(e) == stream):
+            if current and is_failed(current[-1]):
+                current.append(e)
+            else:
+                if current:
+                    runs.append(current)
+                current = [e]
+        if current:
+            runs.append(current)
+        return runs
+
+    def retries(self) -> list[Retry]:
+        """Every retry of either mode, with its number within its run and its wait."""
+        out: list[Retry] = []
+        for stream in (True, False):
+            for run in self.runs(stream):
+                for i in range(1, len(run)):
+                    out.append(Retry(run[i - 1], run[i], i, self.gap(run[i - 1], run[i])))
+        return sorted(out, key=lambda r: r.attempt.get("t_arrival_ns", 0))
+
+    # --- agent events -----------------------------------------------------------------------
+    def events_of(self, kind: str) -> list[dict[str, Any]]:
+        """Agent events of one type, in order."""
+        return [e for e in self.events if e.get("type") == kind]
+
+    def shown_messages(self) -> list[dict[str, Any]]:
+        """Messages the user still sees at the end: removals applied (meta ones included)."""
+        removed = {e.get("id") for e in self.events_of("removed")}
+        return [m for m in self.events_of("message") if m.get("id") not in removed]
+
+    def turn_ends(self) -> list[dict[str, Any]]:
+        return self.events_of("turn_end")
+
+    def errors(self) -> list[dict[str, Any]]:
+        return self.events_of("error")

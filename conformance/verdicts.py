@@ -1,0 +1,42 @@
+"""Map check findings to verdicts, and aggregate verdicts per criterion."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from conformance.catalogue import Criterion
+from conformance.checks.finding import Finding
+
+__all__ = ["VERDICTS", "SEVERITY", "verdict_for", "aggregate"]
+
+VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT")
+
+# Worst first: the aggregate of a criterion is the worst verdict among its scenarios.
+SEVERITY = ("ERROR", "TIMEOUT", "FAIL", "NON-STRICT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
+
+
+def verdict_for(criterion: Criterion, finding: Finding) -> str:
+    """The verdict one finding earns for one criterion (level decides what a failure is)."""
+    outcome = finding.outcome
+    if outcome == "pass":
+        return "PASS"
+    if outcome == "fail":
+        return "FAIL" if criterion.level == "MUST" else "NON-STRICT"
+    if outcome == "informational":
+        return "INFORMATIONAL"
+    if outcome == "not_applicable":
+        # The run could not show the behaviour: nothing to certify, but visible in the report.
+        return "INFORMATIONAL"
+    raise ValueError(f"unknown finding outcome {outcome!r} for {criterion.id}")
+
+
+def aggregate(verdicts: Iterable[str]) -> str:
+    """The worst verdict (ERROR > TIMEOUT > FAIL > NON-STRICT > PASS > INFORMATIONAL >
+    UNSUPPORTED); UNSUPPORTED when there is none."""
+    items = list(verdicts)
+    for v in items:
+        if v not in SEVERITY:
+            raise ValueError(f"unknown verdict {v!r}")
+    if not items:
+        return "UNSUPPORTED"
+    return min(items, key=SEVERITY.index)
