@@ -1,0 +1,296 @@
+"""Tests for conformance.reference.toolbox.ToolBox against a hosted tool server on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from conformance.reference.toolbox import ToolBox, ToolSpec
+
+HINT = "(output truncated, please reduce your output)"
+SPECS = [
+    ToolSpec(
+        "get_weather",
+        "Weather for a city.",
+        {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"],
+        },
+    ),
+    ToolSpec(
+        "write_note",
+        "Write a note.",
+        {
+            "type": "object",
+            "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
+            "required": ["title"],
+        },
+    ),
+]
+
+
+class Host:
+    """A scripted tool host: replies are popped in order; requests are recorded."""
+
+    def __init__(self) -> None:
+        self.replies: list[Callable[[], web.StreamResponse] | tuple[int, dict | str] | float] = []
+        self.requests: list[tuple[str, dict]] = []
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append((request.match_info["name"], await request.json()))
+        reply = self.replies.pop(0) if self.replies else (200, {"output": "default"})
+        if isinstance(reply, float):
+            await asyncio.sleep(reply)  # a hang; the client must give up first
+            return web.json_response({"output": "late"})
+        status, body = reply
+        if isinstance(body, str):
+            return web.Response(status=status, text=body)
+        return web.json_response(body, status=status)
+
+
+@pytest.fixture
+async def host() -> AsyncIterator[tuple[Host, str]]:
+    h = Host()
+    app = web.Application()
+    app.router.add_post("/tools/{name}", h.handle)
+    runner = web.AppRunner(app, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+    yield h, f"http://127.0.0.1:{port}/tools"
+    await runner.cleanup()
+
+
+def box(endpoint: str | None, **kw) -> ToolBox:
+    kw.setdefault("time_scale", 0.001)
+    return ToolBox(SPECS, hosted_endpoint=endpoint, workdir=kw.pop("workdir", None), **kw)
+
+
+async def test_TOL_success_posts_call_id_and_arguments(host) -> None:
+    h, url = host
+    h.replies = [(200, {"output": "sunny"})]
+    res = await box(url).run("c1", "get_weather", '{"city": "Oslo"}', truncated=False)
+    assert (res.status, res.output, res.is_error) == ("ok", "sunny", False)
+    assert h.requests == [("get_weather", {"call_id": "c1", "arguments": {"city": "Oslo"}})]
+
+
+async def test_TOL_01_unknown_tool_lists_tools_and_suggests(host) -> None:
+    h, url = host
+    res = await box(url).run("c1", "get_wether", "{}", truncated=False)
+    assert res.status == "unknown" and res.is_error
+    assert "does not exist" in res.output
+    assert "get_weather" in res.output and "write_note" in res.output
+    assert "Did you mean 'get_weather'" in res.output
+    assert h.requests == []
+
+
+async def test_TOL_02_schema_violation_not_sent(host) -> None:
+    h, url = host
+    res = await box(url).run(
+        "c1", "get_weather", '{"city": "Oslo", "days": "two"}', truncated=False
+    )
+    assert res.status == "invalid" and "days" in res.output and "integer" in res.output
+    assert h.requests == []
+
+
+async def test_TJS_01_malformed_truncated_has_hint(host) -> None:
+    h, url = host
+    res = await box(url).run("c1", "get_weather", '{"city": ["Os', truncated=True)
+    assert res.status == "invalid" and HINT in res.output and h.requests == []
+
+
+async def test_TJS_02_recovered_args_executed_and_warning_appended(host) -> None:
+    h, url = host
+    h.replies = [(200, {"output": "saved"})]
+    res = await box(url).run("c1", "write_note", '{"title": "t", "body": "long te', truncated=True)
+    assert res.status == "ok" and res.output.startswith("saved")
+    assert "truncated" in res.output[len("saved") :]
+    assert h.requests[0][1]["arguments"] == {"title": "t", "body": "long te"}
+
+
+async def test_TJS_06_double_encoded_object(host) -> None:
+    h, url = host
+    await box(url).run(
+        "c1", "get_weather", json.dumps(json.dumps({"city": "Rome"})), truncated=False
+    )
+    assert h.requests[0][1]["arguments"] == {"city": "Rome"}
+
+
+async def test_TOL_03_execution_error_reported(host) -> None:
+    h, url = host
+    h.replies = [(200, {"error": {"type": "execution_error", "message": "disk full"}})]
+    res = await box(url).run("c1", "write_note", {"title": "t"}, truncated=False)
+    assert (
+        res.status == "error"
+        and res.is_error
+        and "failed" in res.output
+        and "disk full" in res.output
+    )
+    assert len(h.requests) == 1
+
+
+async def test_TOL_05_permission_denied_not_retried(host) -> None:
+    h, url = host
+    h.replies = [(200, {"error": {"type": "permission_denied", "message": "writes are disabled"}})]
+    res = await box(url).run("c1", "write_note", {"title": "t"}, truncated=False)
+    assert (
+        res.status == "denied"
+        and "writes are disabled" in res.output
+        and "permission" in res.output
+    )
+    assert len(h.requests) == 1
+
+
+async def test_TOL_07_transient_retried_invisibly(host) -> None:
+    h, url = host
+    h.replies = [
+        (503, {"error": {"type": "transient", "message": "busy"}}),
+        (200, {"output": "ok now"}),
+    ]
+    res = await box(url).run("c1", "get_weather", {"city": "x"}, truncated=False)
+    assert (res.status, res.output) == ("ok", "ok now")
+    assert len(h.requests) == 2 and h.requests[0] == h.requests[1]
+
+
+async def test_TOL_07_transient_gives_up_after_two_retries(host) -> None:
+    h, url = host
+    h.replies = [(503, {"error": {"type": "transient", "message": "busy"}})] * 5
+    res = await box(url).run("c1", "get_weather", {"city": "x"}, truncated=False)
+    assert res.status == "error" and "busy" in res.output
+    assert len(h.requests) == 3
+
+
+async def test_TOL_07_connection_error_retried_then_reported() -> None:
+    res = await box("http://127.0.0.1:1/tools").run(
+        "c1", "get_weather", {"city": "x"}, truncated=False
+    )
+    assert res.status == "error" and "connection" in res.output
+
+
+async def test_TOL_04_hang_times_out_with_unscaled_limit(host) -> None:
+    h, url = host
+    h.replies = [5.0]
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    res = await box(url, timeout_s=60, time_scale=0.001).run(
+        "c1", "get_weather", {"city": "x"}, truncated=False
+    )
+    assert loop.time() - t0 < 1.0
+    assert res.status == "timeout" and "timed out" in res.output and "60 seconds" in res.output
+
+
+async def test_FMT_01_large_output_capped(host) -> None:
+    h, url = host
+    big = "".join(f"line {i:05d} xxxxxxxx\n" for i in range(5000))
+    h.replies = [(200, {"output": big})]
+    res = await box(url, output_limit=2000).run("c1", "get_weather", {"city": "x"}, truncated=False)
+    assert len(res.output) <= 2000 and str(len(big)) in res.output
+    assert res.output.startswith("line 00000") and res.output.endswith("line 04999 xxxxxxxx\n")
+
+
+async def test_plain_text_reply_is_output(host) -> None:
+    h, url = host
+    h.replies = [(200, "raw text")]
+    res = await box(url).run("c1", "get_weather", {"city": "x"}, truncated=False)
+    assert (res.status, res.output) == ("ok", "raw text")
+
+
+async def test_DBG_03_log_has_one_record_per_call_without_arguments(host, tmp_path: Path) -> None:
+    h, url = host
+    log = tmp_path / "dbg" / "tool-calls.jsonl"
+    tb = box(url, log_path=log)
+    await tb.run("c1", "get_weather", {"city": "SECRET-CITY"}, truncated=False)
+    await tb.run("c2", "nope", "{}", truncated=False)
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2 and "SECRET-CITY" not in log.read_text()
+    recs = [json.loads(x) for x in lines]
+    assert [(r["call_id"], r["name"], r["status"]) for r in recs] == [
+        ("c1", "get_weather", "ok"),
+        ("c2", "nope", "unknown"),
+    ]
+    assert all({"duration_ms", "arguments_chars", "output_chars"} <= set(r) for r in recs)
+
+
+def test_specs_for_request_omits_blocked() -> None:
+    tb = box(None)
+    names = [t["function"]["name"] for t in tb.specs_for_request({"write_note"})]
+    assert names == ["get_weather"]
+    assert tb.schema_of("get_weather")["required"] == ["city"] and tb.schema_of("zzz") is None
+
+
+# Local tools
+
+
+async def test_local_tools_roundtrip(tmp_path: Path) -> None:
+    tb = box(None, workdir=tmp_path)
+    assert (
+        await tb.run(
+            "1", "write_file", {"path": "a/b.txt", "content": "hello\nworld\n"}, truncated=False
+        )
+    ).status == "ok"
+    assert (
+        await tb.run("2", "read_file", {"path": "a/b.txt"}, truncated=False)
+    ).output == "hello\nworld\n"
+    assert (
+        await tb.run(
+            "3",
+            "edit_file",
+            {"path": "a/b.txt", "old_string": "world", "new_string": "there"},
+            truncated=False,
+        )
+    ).status == "ok"
+    assert (tmp_path / "a/b.txt").read_text() == "hello\nthere\n"
+    assert (await tb.run("4", "list_dir", {"path": "a"}, truncated=False)).output == "b.txt"
+    assert (
+        await tb.run("5", "grep", {"pattern": "the"}, truncated=False)
+    ).output == "a/b.txt:2:there"
+    res = await tb.run("6", "run_shell", {"command": "echo hi; echo oops >&2"}, truncated=False)
+    assert res.status == "ok" and res.output.startswith("hi") and "oops" in res.output
+
+
+async def test_local_edit_missing_string_is_error(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("abc")
+    res = await box(None, workdir=tmp_path).run(
+        "1", "edit_file", {"path": "f.txt", "old_string": "zzz", "new_string": "y"}, truncated=False
+    )
+    assert (
+        res.status == "error"
+        and "not found" in res.output
+        and (tmp_path / "f.txt").read_text() == "abc"
+    )
+
+
+@pytest.mark.parametrize("path", ["../outside.txt", "/etc/passwd", "a/../../x"])
+async def test_local_paths_confined(tmp_path: Path, path: str) -> None:
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    tb = box(None, workdir=wd)
+    res = await tb.run("1", "write_file", {"path": path, "content": "x"}, truncated=False)
+    assert res.status == "error" and "outside the working directory" in res.output
+    assert not (tmp_path / "outside.txt").exists()
+    res = await tb.run("2", "read_file", {"path": path}, truncated=False)
+    assert res.status == "error" and "outside" in res.output
+
+
+async def test_local_shell_timeout_kills_process_group(tmp_path: Path) -> None:
+    tb = box(None, workdir=tmp_path, timeout_s=100, time_scale=0.002)  # 0.2 s real
+    res = await tb.run(
+        "1", "run_shell", {"command": "sleep 30 & sleep 30; touch done"}, truncated=False
+    )
+    assert res.status == "timeout" and "100 seconds" in res.output
+    await asyncio.sleep(0)
+    assert not (tmp_path / "done").exists()
+
+
+async def test_local_shell_failure_reports_status(tmp_path: Path) -> None:
+    res = await box(None, workdir=tmp_path).run(
+        "1", "run_shell", {"command": "echo bad; exit 3"}, truncated=False
+    )
+    assert res.status == "error" and "status 3" in res.output and "bad" in res.output
