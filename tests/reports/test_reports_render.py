@@ -1,0 +1,224 @@
+"""The rendered report read back with an HTML parser, junitparser and plain text checks."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import junitparser
+import pytest
+from reports_htmlcheck import scan
+from reports_sample import HOSTILE, SECRET, build_sample
+
+from reports import main, render, render_junit, render_markdown
+
+SAMPLE = Path(__file__).with_name("sample_results.json")
+EXTERNAL = ("http:", "https:", "//", "javascript:", "data:", "ftp:", "file:")
+
+
+@pytest.fixture
+def sample() -> dict:
+    return json.loads(SAMPLE.read_text("utf-8"))
+
+
+@pytest.fixture
+def rendered(tmp_path: Path, sample: dict) -> Path:
+    out = tmp_path / "report"
+    index = render([copy.deepcopy(sample)], out, secrets=[SECRET])
+    assert index == out / "index.html"
+    return out
+
+
+def _pages(out: Path) -> list[Path]:
+    return [out / "index.html", *sorted((out / "criteria").glob("*.html"))]
+
+
+def test_index_lists_every_criterion_with_verdicts(rendered, sample):
+    page = scan((rendered / "index.html").read_text("utf-8"))
+    rows = {a["id"]: a for tag, a in page.tags if tag == "tr" and "crit" in (a.get("class") or "")}
+    assert set(rows) == {f"c-{c['id']}" for c in sample["catalogue"]}
+    for c in sample["catalogue"]:
+        got = rows[f"c-{c['id']}"]["data-verdicts"].split()
+        want = [a["criteria"][c["id"]]["verdict"] for a in sample["agents"]]
+        assert got == want, c["id"]
+        assert rows[f"c-{c['id']}"]["data-level"] == c["level"]
+    text = "".join(page.text)
+    # The MUST-unsupported line: flaky has TOL-01 (MUST) unsupported, reference none.
+    assert "Agent reference: 0 MUST criteria UNSUPPORTED" in " ".join(text.split())
+    assert "Agent flaky: 1 MUST criteria UNSUPPORTED (TOL-01)" in " ".join(text.split())
+
+
+def test_criterion_pages_exist_with_verdicts(rendered, sample):
+    for c in sample["catalogue"]:
+        page = scan((rendered / "criteria" / f"{c['id']}.html").read_text("utf-8"))
+        text = " ".join("".join(page.text).split())
+        assert f"{c['id']}: {c['title']}" in text
+        for a in sample["agents"]:
+            v = a["criteria"][c["id"]]["verdict"]
+            assert f"Agent {a['name']}: {v}" in text
+            sid = a["criteria"][c["id"]]["scenarios"][0]["id"]
+            assert f"conformance run --scenario {sid}" in text
+
+
+def test_links_resolve_and_nothing_external(rendered):
+    ids = {p: scan(p.read_text("utf-8")).ids for p in _pages(rendered)}
+    for p in _pages(rendered):
+        s = scan(p.read_text("utf-8"))
+        for u in s.urls:
+            pytest.fail(f"{p.name}: CSS url({u})")
+        for link in s.links:
+            assert not link.lower().startswith(EXTERNAL), f"{p.name}: {link}"
+            parts = urlsplit(link)
+            assert not parts.scheme and not parts.netloc, link
+            target = (p.parent / unquote(parts.path)).resolve() if parts.path else p
+            assert target.is_file(), f"{p.name}: {link} -> missing {target}"
+            if parts.fragment:
+                assert parts.fragment in ids[target], f"{p.name}: {link} -> no id"
+        raw = p.read_text("utf-8")
+        assert "http://" not in raw and "https://" not in raw, p.name
+
+
+def test_cut_point_and_events_marked(rendered):
+    page = scan((rendered / "criteria" / "STR-01.html").read_text("utf-8"))
+    text = "".join(page.text)
+    assert "connection cut at byte 20" in text
+    classes = [a.get("class") or "" for t, a in page.tags if t == "tr"]
+    assert "meta" in classes and "removed" in classes
+    assert any("bar fault" in (a.get("class") or "") for t, a in page.tags if t == "div")
+
+
+def test_hostile_text_is_escaped(rendered):
+    for p in _pages(rendered):
+        raw = p.read_text("utf-8")
+        s = scan(raw)
+        # Exactly the one inline filter script in the index, none elsewhere; no img at all.
+        scripts = [t for t, _ in s.tags if t == "script"]
+        assert len(scripts) == (1 if p.name == "index.html" else 0), p.name
+        assert not [t for t, _ in s.tags if t == "img"]
+        assert not any(k.startswith("on") for _, a in s.tags for k in a)
+    crit = (rendered / "criteria" / "RTY-01.html").read_text("utf-8")
+    assert HOSTILE in "".join(scan(crit).text)  # shown as text
+
+
+def test_secrets_never_written(rendered):
+    files = [p for p in rendered.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"index.html", "junit.xml", "summary.md"}
+    for p in files:
+        data = p.read_text("utf-8")
+        assert SECRET not in data, p
+
+
+def test_secret_headers_redacted_without_being_named(tmp_path, sample):
+    render([sample], tmp_path / "r")  # no secrets given
+    crit = (tmp_path / "r" / "criteria" / "RTY-01.html").read_text("utf-8")
+    assert f"Bearer {SECRET}" not in crit
+    assert '"authorization": "[REDACTED]"' in "".join(scan(crit).text)
+    assert f"x-api-key: {SECRET}" not in crit
+
+
+def test_junit_counts(rendered, sample):
+    xml = junitparser.JUnitXml.fromfile(str(rendered / "junit.xml"))
+    suites = {s.name: s for s in xml}
+    assert set(suites) == {a["name"] for a in sample["agents"]}
+    for a in sample["agents"]:
+        suite = suites[a["name"]]
+        kinds = {"failure": 0, "error": 0, "skipped": 0, "passed": 0}
+        names = set()
+        for case in suite:
+            names.add((case.classname, case.name))
+            res = case.result
+            kinds[type(res[0]).__name__.lower() if res else "passed"] += 1
+        vs = [s["verdict"] for r in a["criteria"].values() for s in r["scenarios"]]
+        assert kinds["failure"] == vs.count("FAIL") == suite.failures
+        assert kinds["error"] == vs.count("ERROR") + vs.count("TIMEOUT") == suite.errors
+        assert kinds["skipped"] == vs.count("UNSUPPORTED") == suite.skipped
+        assert suite.tests == len(vs) == len(names)
+        assert all(c.endswith("." + n.split("-")[0]) for c, n in names)
+    flaky = [c for c in suites["flaky"] if c.name.startswith("RTY-02")][0]
+    assert "NON-STRICT" in (flaky.system_out or "")
+
+
+def test_markdown_totals_and_failures_first(rendered, sample):
+    md = (rendered / "summary.md").read_text("utf-8")
+    counts = {}
+    for a in sample["agents"]:
+        for r in a["criteria"].values():
+            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    lines = md.splitlines()
+    header = lines.index(
+        "| PASS | FAIL | NON-STRICT | UNSUPPORTED | INFORMATIONAL | ERROR | TIMEOUT |"
+    )
+    values = [int(x) for x in lines[header + 2].strip("| ").split(" | ")]
+    assert values == [counts.get(v, 0) for v in lines[header].strip("| ").split(" | ")]
+    fail_idx = md.index("## Failures")
+    assert md.index("**ERROR** `ERR-01` (flaky): API errors are shown") > fail_idx
+    assert md.index("## Failures") < md.index("## Agent `reference`")
+    assert "<script>" not in md
+
+
+def test_interrupted_banner(tmp_path):
+    doc = build_sample(interrupted=True)
+    out = tmp_path / "r"
+    render([doc], out)
+    page = scan((out / "index.html").read_text("utf-8"))
+    assert "interrupted" in page.ids
+    assert "Interrupted run." in "".join(page.text)
+    assert "Interrupted run" in (out / "summary.md").read_text("utf-8")
+
+
+def test_several_documents_side_by_side(tmp_path, sample):
+    render([sample, build_sample()], tmp_path / "r", secrets=[SECRET])
+    page = scan((tmp_path / "r" / "index.html").read_text("utf-8"))
+    ths = [a for t, a in page.tags if t == "th"]
+    assert len(ths) > 0
+    assert "reference#2" in "".join(page.text)
+
+
+def test_atomic_replace_and_failure_keeps_old(tmp_path, sample, monkeypatch):
+    out = tmp_path / "r"
+    render([sample], out)
+    (out / "stale.txt").write_text("x")
+    render([sample], out)
+    assert not (out / "stale.txt").exists()
+    import sys
+
+    mod = sys.modules["reports.render"]
+
+    def boom(*a, **k):
+        raise RuntimeError("interrupted")
+
+    monkeypatch.setattr(mod, "render_markdown", boom)
+    with pytest.raises(RuntimeError):
+        render([sample], out)
+    assert (out / "summary.md").is_file() and (out / "index.html").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
+
+
+def test_render_validates(tmp_path, sample):
+    from reports import ResultsError
+
+    sample["version"] = 2
+    with pytest.raises(ResultsError, match=r"results\[0\]: at \$\.version"):
+        render([sample], tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
+
+def test_cli(tmp_path, sample, capsys, monkeypatch):
+    p = tmp_path / "res.json"
+    p.write_text(json.dumps(sample), "utf-8")
+    monkeypatch.setenv("AGENT_KEY", SECRET)
+    assert main([str(p), "--out", str(tmp_path / "o"), "--secret-env", "AGENT_KEY"]) == 0
+    assert capsys.readouterr().out.strip() == str((tmp_path / "o" / "index.html").absolute())
+    for f in (tmp_path / "o").rglob("*.*"):
+        assert SECRET not in f.read_text("utf-8")
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]", "utf-8")
+    assert main([str(bad), "--out", str(tmp_path / "o2")]) == 2
+    assert "bad.json: at $" in capsys.readouterr().err
+
+
+def test_standalone_renderers_return_text(sample):
+    assert render_junit([sample], secrets=[SECRET]).startswith("<?xml")
+    assert SECRET not in render_markdown([sample], secrets=[SECRET])
