@@ -1,0 +1,194 @@
+"""RTY checks: each shown passing on good behaviour and failing on a broken one."""
+
+from __future__ import annotations
+
+from conformance.checks import run_check
+from conformance.evidence import nominal_backoff
+from tests.checks.synth import Journal
+
+
+def backoff_run(statuses: list[int], factors: list[float], final: int = 200) -> Journal:
+    j = Journal()
+    j.chat(statuses[0])
+    for n, (st, f) in enumerate(zip(statuses[1:] + [final], factors, strict=True), start=1):
+        j.chat(st, wait=nominal_backoff(n) * f)
+    return j
+
+
+# RTY-01 -------------------------------------------------------------------------------------
+def test_rty01_pass_waits_asked_time() -> None:
+    j = Journal()
+    j.chat(429, headers={"Retry-After": "2"})
+    j.chat(200, wait=2.1)
+    assert run_check("RTY-01", j.evidence()).outcome == "pass"
+
+
+def test_rty01_fail_uses_backoff_instead() -> None:
+    j = Journal()
+    j.chat(429, headers={"Retry-After": "2"})
+    j.chat(200, wait=0.5)
+    f = run_check("RTY-01", j.evidence())
+    assert f.outcome == "fail" and "asked 2.0s" in f.observed
+
+
+def test_rty01_fail_waits_far_too_long() -> None:
+    j = Journal()
+    j.chat(429, headers={"Retry-After": "2"})
+    j.chat(200, wait=4.0)
+    assert run_check("RTY-01", j.evidence()).outcome == "fail"
+
+
+def test_rty01_fail_not_retried() -> None:
+    j = Journal()
+    j.chat(429, headers={"Retry-After": "2"})
+    assert run_check("RTY-01", j.evidence()).outcome == "fail"
+
+
+def test_rty01_not_applicable_without_header() -> None:
+    j = Journal()
+    j.chat(200)
+    assert run_check("RTY-01", j.evidence()).outcome == "not_applicable"
+
+
+# RTY-03 -------------------------------------------------------------------------------------
+def test_rty03_pass_exponential_with_jitter() -> None:
+    j = backoff_run([429] * 5, [0.8, 1.2, 0.9, 1.1, 1.0])
+    assert run_check("RTY-03", j.evidence()).outcome == "pass"
+
+
+def test_rty03_fail_constant_delay() -> None:
+    j = Journal()
+    j.chat(429)
+    for _ in range(5):
+        j.chat(429, wait=0.5)
+    j.chat(200, wait=0.5)
+    f = run_check("RTY-03", j.evidence())
+    assert f.outcome == "fail" and "retry 3" in f.observed
+
+
+def test_rty03_fail_no_cap() -> None:
+    # retry 7 nominal is 32 s (cap); an uncapped agent waits 64 s.
+    j = backoff_run([429] * 7, [1.0] * 6 + [2.0])
+    f = run_check("RTY-03", j.evidence())
+    assert f.outcome == "fail" and "retry 7" in f.observed
+
+
+def test_rty03_cap_respected_passes() -> None:
+    j = backoff_run([429] * 8, [1.0] * 8)
+    assert run_check("RTY-03", j.evidence()).outcome == "pass"
+
+
+# RTY-04 -------------------------------------------------------------------------------------
+def test_rty04_pass_survives_ten_failures() -> None:
+    j = backoff_run([429] * 10, [1.0] * 10)
+    f = run_check("RTY-04", j.evidence())
+    assert f.outcome == "pass" and "11 attempts" in f.observed
+
+
+def test_rty04_pass_stops_after_eleventh_failure() -> None:
+    j = backoff_run([429] * 10, [1.0] * 10, final=429)
+    assert len(j.entries) == 11
+    assert run_check("RTY-04", j.evidence()).outcome == "pass"
+
+
+def test_rty04_fail_gives_up_early() -> None:
+    j = backoff_run([429] * 4, [1.0] * 4, final=429)
+    f = run_check("RTY-04", j.evidence())
+    assert f.outcome == "fail" and "gave up after 5" in f.observed
+
+
+def test_rty04_fail_retries_beyond_budget() -> None:
+    j = backoff_run([429] * 12, [1.0] * 12)
+    f = run_check("RTY-04", j.evidence())
+    assert f.outcome == "fail" and "13 consecutive" in f.observed
+
+
+def test_rty04_counts_per_mode() -> None:
+    # 11 streaming failures, then a non-streaming fallback that succeeds: within budget.
+    j = backoff_run([503] * 10, [1.0] * 10, final=503)
+    j.chat(200, wait=0.1, stream=False)
+    assert run_check("RTY-04", j.evidence()).outcome == "pass"
+
+
+# RTY-05 -------------------------------------------------------------------------------------
+def test_rty05_pass_each_server_error() -> None:
+    for st in (500, 502, 503, 504, 529):
+        j = backoff_run([st, st], [1.0, 1.1])
+        assert run_check("RTY-05", j.evidence()).outcome == "pass", st
+
+
+def test_rty05_fail_not_retried() -> None:
+    j = Journal()
+    j.chat(529)
+    f = run_check("RTY-05", j.evidence())
+    assert f.outcome == "fail" and "529" in f.observed
+
+
+def test_rty05_fail_immediate_retry() -> None:
+    j = Journal()
+    j.chat(503)
+    j.chat(200, wait=0.0)
+    assert run_check("RTY-05", j.evidence()).outcome == "fail"
+
+
+# RTY-07 -------------------------------------------------------------------------------------
+def test_rty07_pass_not_resent() -> None:
+    j = Journal()
+    j.chat(400)
+    assert run_check("RTY-07", j.evidence()).outcome == "pass"
+
+
+def test_rty07_fail_resent_verbatim() -> None:
+    for st in (400, 401, 403, 404, 422):
+        j = Journal()
+        j.chat(st)
+        j.chat(200, wait=0.5)
+        f = run_check("RTY-07", j.evidence())
+        assert f.outcome == "fail" and str(st) in f.observed
+
+
+def test_rty07_pass_resent_changed() -> None:
+    j = Journal()
+    j.chat(400)
+    j.chat(200, wait=0.5, body={"model": "m", "stream": True, "messages": [], "max_tokens": 5})
+    assert run_check("RTY-07", j.evidence()).outcome == "pass"
+
+
+# RTY-08 -------------------------------------------------------------------------------------
+def test_rty08_pass_ratios_vary() -> None:
+    j = backoff_run([429] * 8, [1.0, 1.0, 1.0, 0.8, 1.2, 0.9, 1.1, 1.0])
+    assert run_check("RTY-08", j.evidence()).outcome == "pass"
+
+
+def test_rty08_fail_no_jitter() -> None:
+    j = backoff_run([429] * 8, [1.0] * 8)
+    assert run_check("RTY-08", j.evidence()).outcome == "fail"
+
+
+def test_rty08_not_applicable_single_delay() -> None:
+    j = backoff_run([429], [1.0])
+    assert run_check("RTY-08", j.evidence()).outcome == "not_applicable"
+
+
+# RTY-12 -------------------------------------------------------------------------------------
+def test_rty12_pass_identical() -> None:
+    j = backoff_run([429] * 3, [1.0] * 3)
+    assert run_check("RTY-12", j.evidence()).outcome == "pass"
+
+
+def test_rty12_fail_changed_body() -> None:
+    j = Journal()
+    j.chat(429)
+    j.chat(
+        200,
+        wait=0.5,
+        body={"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi!"}]},
+    )
+    f = run_check("RTY-12", j.evidence())
+    assert f.outcome == "fail" and "messages" in f.observed
+
+
+def test_unimplemented_check_is_never_a_pass() -> None:
+    j = Journal()
+    j.chat(200)
+    assert run_check("DBG-03", j.evidence()).outcome == "not_applicable"
