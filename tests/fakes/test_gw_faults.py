@@ -1,0 +1,309 @@
+"""Every fault primitive driven through a real HTTP client; assertions on the wire bytes."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+
+import httpx
+
+from gw_wire import events, full_stream, last_json, post, scenario
+
+REPLY = {"text": "hello wide world", "chunk_chars": 5, "usage": {"prompt_tokens": 3}}
+
+
+def test_plain_stream_is_full_rendering_and_journaled(gateway_session, client):
+    s = gateway_session(scenario({"reply": REPLY}))
+    got = post(client, s.base_url)
+    assert got.status == 200 and got.error is None
+    assert got.headers["transfer-encoding"] == "chunked"
+    assert got.body == full_stream(REPLY)
+    ev = last_json(got.body)
+    assert "".join(e["choices"][0]["delta"].get("content", "") for e in ev) == REPLY["text"]
+    assert ev[-1]["choices"][0]["finish_reason"] == "stop" and ev[-1]["usage"] == REPLY["usage"]
+    j = s.journal()
+    (e,) = j["entries"]
+    assert e["step"] == 0 and e["kind"] == "chat" and e["response"]["end"] == "complete"
+    assert e["response"]["sent"].encode() == got.body
+    assert e["response"]["sent_bytes"] == e["response"]["full_bytes"] == len(got.body)
+
+
+def test_non_stream_json(gateway_session, client):
+    s = gateway_session(
+        scenario(
+            {
+                "reply": {
+                    "text": "hi",
+                    "tool_calls": [{"id": "c1", "name": "f", "arguments": "{}"}],
+                    "finish_reason": "tool_calls",
+                }
+            }
+        )
+    )
+    got = post(client, s.base_url, stream=False)
+    body = json.loads(got.body)
+    msg = body["choices"][0]["message"]
+    assert msg["content"] == "hi" and msg["tool_calls"][0]["function"]["name"] == "f"
+    assert body["choices"][0]["finish_reason"] == "tool_calls"
+
+
+def test_tool_call_deltas_head_then_argument_pieces(gateway_session, client):
+    reply = {
+        "tool_calls": [{"id": "c1", "name": "w", "arguments": '{"a": 12345}'}],
+        "finish_reason": "tool_calls",
+        "chunk_chars": 4,
+    }
+    s = gateway_session(scenario({"reply": reply}))
+    ev = last_json(post(client, s.base_url).body)
+    tc = [
+        e["choices"][0]["delta"]["tool_calls"][0]
+        for e in ev
+        if e["choices"] and "tool_calls" in e["choices"][0]["delta"]
+    ]
+    assert tc[0]["id"] == "c1" and tc[0]["function"]["name"] == "w"
+    assert [t["function"]["arguments"] for t in tc[1:]] == ['{"a"', ": 12", "345}"]
+
+
+def test_http_error_headers_and_default_body(gateway_session, client):
+    s = gateway_session(
+        scenario(
+            {
+                "fault": {
+                    "http_error": {
+                        "status": 429,
+                        "headers": {
+                            "Retry-After": "2",
+                            "retry-after-ms": 150,
+                            "x-should-retry": "true",
+                        },
+                    }
+                }
+            }
+        )
+    )
+    got = post(client, s.base_url)
+    assert got.status == 429
+    assert got.headers["retry-after"] == "2" and got.headers["retry-after-ms"] == "150"
+    assert got.headers["x-should-retry"] == "true"
+    err = json.loads(got.body)["error"]
+    assert set(err) == {"message", "type", "code"}
+
+
+def test_http_error_custom_string_body(gateway_session, client):
+    s = gateway_session(scenario({"fault": {"http_error": {"status": 503, "body": "<html>"}}}))
+    got = post(client, s.base_url)
+    assert got.status == 503 and got.body == b"<html>"
+
+
+def test_retry_after_date_is_http_date_n_seconds_ahead(gateway_session, client):
+    s = gateway_session(
+        scenario({"fault": {"http_error": {"status": 503, "retry_after_date": 30}}})
+    )
+    got = post(client, s.base_url)
+    when = email.utils.parsedate_to_datetime(got.headers["retry-after"]).timestamp()
+    assert got.headers["retry-after"].endswith("GMT")
+    assert 28 <= when - time.time() <= 31
+    assert s.journal()["entries"][0]["response"]["t_wall_headers"] is not None
+
+
+def test_reset_before_headers(gateway_session, client):
+    s = gateway_session(scenario({"fault": {"reset_before_headers": {}}}))
+    got = post(client, s.base_url)
+    assert got.status is None and got.error is not None
+    r = s.journal()["entries"][0]["response"]
+    assert r["end"] == "reset" and r["sent_bytes"] == 0
+
+
+def test_cut_after_events_reset(gateway_session, client):
+    s = gateway_session(scenario({"reply": REPLY, "fault": {"cut": {"after_events": 2}}}))
+    got = post(client, s.base_url)
+    assert isinstance(got.error, httpx.ReadError)
+    full = full_stream(REPLY)
+    assert full.startswith(got.body) and len(events(got.body)) == 2
+    r = s.journal()["entries"][0]["response"]
+    assert r["end"] == "reset" and r["events_sent"] == 2 and r["cut_at_byte"] == len(got.body)
+
+
+def test_cut_at_byte_close_inside_utf8_char(gateway_session, client):
+    reply = {"text": "héllo ünïcode", "chunk_chars": 100}
+    full = full_stream(reply)
+    at = full.index("é".encode()) + 1  # splits the two-byte character
+    s = gateway_session(
+        scenario({"reply": reply, "fault": {"cut": {"at_byte": at, "mode": "close"}}})
+    )
+    got = post(client, s.base_url)
+    assert isinstance(got.error, httpx.RemoteProtocolError)  # incomplete chunked body
+    assert got.body == full[:at]
+    r = s.journal()["entries"][0]["response"]
+    assert r["end"] == "close" and r["sent_bytes"] == at
+
+
+def test_cut_non_stream_body_short_of_content_length(gateway_session, client):
+    s = gateway_session(
+        scenario({"reply": REPLY, "fault": {"cut": {"at_byte": 10, "mode": "close"}}})
+    )
+    got = post(client, s.base_url, stream=False)
+    assert got.error is not None and len(got.body) == 10
+    assert int(got.headers["content-length"]) > 10
+
+
+def test_end_without_finish_no_done(gateway_session, client):
+    s = gateway_session(scenario({"reply": REPLY, "fault": {"end_without_finish": {}}}))
+    got = post(client, s.base_url)
+    assert got.error is None
+    ev = events(got.body)
+    assert "[DONE]" not in ev
+    assert all(c["finish_reason"] is None for e in last_json(got.body) for c in e["choices"])
+
+
+def test_end_without_finish_with_done(gateway_session, client):
+    s = gateway_session(scenario({"reply": REPLY, "fault": {"end_without_finish": {"done": True}}}))
+    got = post(client, s.base_url)
+    assert events(got.body)[-1] == "[DONE]"
+    assert all(c["finish_reason"] is None for e in last_json(got.body) for c in e["choices"])
+
+
+def test_finish_without_done(gateway_session, client):
+    s = gateway_session(scenario({"reply": REPLY, "fault": {"finish_without_done": {}}}))
+    got = post(client, s.base_url)
+    assert got.error is None and "[DONE]" not in events(got.body)
+    assert last_json(got.body)[-1]["choices"][0]["finish_reason"] == "stop"
+    assert got.body == full_stream(REPLY, done=False)
+
+
+def test_in_band_error_then_clean_close(gateway_session, client):
+    s = gateway_session(
+        scenario(
+            {
+                "reply": REPLY,
+                "fault": {
+                    "in_band_error": {
+                        "after_events": 1,
+                        "error": {"message": "overloaded", "type": "overloaded_error"},
+                    }
+                },
+            }
+        )
+    )
+    got = post(client, s.base_url)
+    assert got.error is None
+    ev = events(got.body)
+    assert len(ev) == 2 and json.loads(ev[1]) == {
+        "error": {"message": "overloaded", "type": "overloaded_error"}
+    }
+
+
+def test_malformed_bad_json_and_missing_data(gateway_session, client):
+    s = gateway_session(
+        scenario(
+            {"reply": REPLY, "fault": {"malformed_event": {"after_events": 1, "kind": "bad_json"}}},
+            {
+                "reply": REPLY,
+                "fault": {"malformed_event": {"after_events": 2, "kind": "missing_data"}},
+            },
+        )
+    )
+    full = full_stream(REPLY)
+    blocks = [b + b"\n\n" for b in full.split(b"\n\n")[:-1]]
+    got = post(client, s.base_url)
+    bad = got.body.split(b"\n\n")[1]
+    assert bad.startswith(b"data: {") and _not_json(bad[6:])
+    assert got.body == blocks[0] + bad + b"\n\n" + b"".join(blocks[1:])
+    got2 = post(client, s.base_url)
+    odd = got2.body.split(b"\n\n")[2]
+    assert not odd.startswith(b"data:") and odd.startswith(b"{")
+
+
+def _not_json(b: bytes) -> bool:
+    try:
+        json.loads(b)
+    except ValueError:
+        return True
+    return False
+
+
+def test_length_cuts_part_and_sets_finish(gateway_session, client):
+    reply = {"text": "abcdefghij", "reasoning": "rrrrrr", "chunk_chars": 3}
+    s = gateway_session(
+        scenario(
+            {"reply": reply, "fault": {"length": {"part": "text", "at": 4}}},
+            {
+                "reply": {"tool_calls": [{"id": "c", "name": "f", "arguments": '{"x": 1}'}]},
+                "fault": {"length": {"part": "arguments", "at": 3}},
+            },
+        )
+    )
+    ev = last_json(post(client, s.base_url).body)
+    assert "".join(e["choices"][0]["delta"].get("content", "") for e in ev) == "abcd"
+    assert ev[-1]["choices"][0]["finish_reason"] == "length"
+    body = json.loads(post(client, s.base_url, stream=False).body)
+    assert body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"x'
+    assert body["choices"][0]["finish_reason"] == "length"
+
+
+def test_stall_with_keepalives_then_continues(gateway_session, client):
+    s = gateway_session(
+        scenario(
+            {"reply": REPLY, "fault": {"stall": {"after_events": 2, "seconds": 10, "keepalive": 3}}}
+        ),
+        time_scale=0.005,
+    )
+    got = post(client, s.base_url)
+    full = full_stream(REPLY)
+    blocks = [b + b"\n\n" for b in full.split(b"\n\n")[:-1]]
+    ka = b": keep-alive\n\n"
+    assert got.body == b"".join(blocks[:2]) + ka * 3 + b"".join(blocks[2:])
+    r = s.journal()["entries"][0]["response"]
+    # 10 s scaled by 0.005 = 50 ms of stall between headers and end
+    assert (r["t_end_ns"] - r["t_headers_ns"]) >= 50e6 * 0.9
+
+
+def test_delay_headers_and_slow_dribble_scaled(gateway_session, client):
+    s = gateway_session(
+        scenario(
+            {"reply": REPLY, "fault": {"delay_headers": {"seconds": 8}}},
+            {"reply": REPLY, "fault": {"slow_dribble": {"interval": 2}}},
+        ),
+        time_scale=0.005,
+    )
+    post(client, s.base_url)
+    got = post(client, s.base_url)
+    assert got.body == full_stream(REPLY)
+    e0, e1 = s.journal()["entries"]
+    assert e0["response"]["t_headers_ns"] - e0["t_arrival_ns"] >= 40e6 * 0.9
+    n = len(events(got.body))
+    dur = e1["response"]["t_end_ns"] - e1["response"]["t_headers_ns"]
+    assert dur >= (n - 1) * 10e6 * 0.9
+
+
+def test_empty_reply_kinds(gateway_session, client):
+    s = gateway_session(
+        scenario(
+            {"fault": {"empty_reply": {"kind": "no_choices"}}},
+            {"fault": {"empty_reply": {"kind": "empty_message"}}},
+        )
+    )
+    assert json.loads(post(client, s.base_url, stream=False).body)["choices"] == []
+    body = json.loads(post(client, s.base_url, stream=False).body)
+    assert body["choices"][0]["message"]["content"] == ""
+
+
+def test_step_selection_times_and_match(gateway_session, client):
+    s = gateway_session(
+        scenario(
+            {"match": {"stream": False}, "reply": {"text": "json"}},
+            {"times": 2, "fault": {"http_error": {"status": 503}}},
+            {"match": {"contains": "TITLE"}, "reply": {"text": "t"}},
+        )
+    )
+    assert post(client, s.base_url).status == 503
+    assert post(client, s.base_url, stream=False).status == 200
+    assert post(client, s.base_url).status == 503
+    got = post(client, s.base_url, messages=[{"role": "user", "content": "a title please"}])
+    assert got.status == 200
+    got = post(client, s.base_url)
+    assert got.status == 500 and json.loads(got.body)["error"]["type"] == "harness_error"
+    steps = [e["step"] for e in s.journal()["entries"]]
+    assert steps == [1, 0, 1, 2, None]
+    assert s.journal()["entries"][-1]["harness_error"]
