@@ -7,7 +7,6 @@ import json
 import time
 
 import httpx
-
 from gw_wire import events, full_stream, last_json, post, scenario
 
 REPLY = {"text": "hello wide world", "chunk_chars": 5, "usage": {"prompt_tokens": 3}}
