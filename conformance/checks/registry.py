@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from conformance.catalogue import by_id
-from conformance.checks import rty
+from conformance.checks import invariants, rty, trn
 from conformance.checks.finding import Finding
 from conformance.evidence import Evidence
 
@@ -14,11 +14,11 @@ __all__ = ["CHECKS", "INVARIANTS", "check_for", "run_check"]
 Check = Callable[[Evidence], Finding]
 
 CHECKS: dict[str, Check] = {}
-for _module in (rty,):
+for _module in (rty, trn, invariants):
     CHECKS.update(_module.CHECKS)
 
 # Checks applied to every scenario run, whatever criteria it lists (filled as areas land).
-INVARIANTS: dict[str, Check] = {}
+INVARIANTS: dict[str, Check] = dict(invariants.CHECKS)
 
 for _cid in CHECKS:
     by_id(_cid)  # a check for an unknown criterion is a programming error: fail at import

@@ -1,0 +1,141 @@
+"""Invariant and TRN checks: passing and failing synthetic runs."""
+
+from __future__ import annotations
+
+from conformance.checks import INVARIANTS, run_check
+from conformance.checks.seed_strings import CONTINUATION_TEXT
+from tests.checks.synth import Journal
+
+USER = {"role": "user", "content": "write a story"}
+
+
+def body(*msgs: dict) -> dict:
+    return {"model": "m", "stream": True, "messages": [USER, *msgs]}
+
+
+def test_invariants_registered() -> None:
+    assert set(INVARIANTS) == {"RSN-04", "TOL-06", "LOP-04", "ERR-05"}
+
+
+def test_continuation_text_has_em_dash() -> None:
+    assert "\u2014" in CONTINUATION_TEXT and CONTINUATION_TEXT.startswith("Output token limit")
+
+
+# RSN-04 -------------------------------------------------------------------------------------
+def test_rsn04_pass() -> None:
+    j = Journal()
+    j.chat(body=body({"role": "assistant", "content": "partial"}))
+    assert run_check("RSN-04", j.evidence()).outcome == "pass"
+
+
+def test_rsn04_fail_empty_assistant() -> None:
+    for bad in ({"role": "assistant", "content": ""}, {"role": "assistant", "content": None}):
+        j = Journal()
+        j.chat(body=body(bad))
+        assert run_check("RSN-04", j.evidence()).outcome == "fail"
+
+
+# TOL-06 -------------------------------------------------------------------------------------
+CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+}
+
+
+def test_tol06_pass_paired() -> None:
+    j = Journal()
+    j.chat(body=body(CALL, {"role": "tool", "tool_call_id": "c1", "content": "ok"}))
+    assert run_check("TOL-06", j.evidence()).outcome == "pass"
+
+
+def test_tol06_fail_missing_result() -> None:
+    j = Journal()
+    j.chat(body=body(CALL, {"role": "user", "content": "go on"}))
+    f = run_check("TOL-06", j.evidence())
+    assert f.outcome == "fail" and "0 result" in f.observed
+
+
+def test_tol06_fail_duplicate_result() -> None:
+    r = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    j = Journal()
+    j.chat(body=body(CALL, r, r))
+    assert run_check("TOL-06", j.evidence()).outcome == "fail"
+
+
+def test_tol06_fail_orphan_result() -> None:
+    j = Journal()
+    j.chat(body=body({"role": "tool", "tool_call_id": "zz", "content": "ok"}))
+    f = run_check("TOL-06", j.evidence())
+    assert f.outcome == "fail" and "orphan" in f.observed
+
+
+# LOP-04 / ERR-05 ----------------------------------------------------------------------------
+def test_turn_end_pass() -> None:
+    j = Journal()
+    j.chat()
+    ev = j.evidence(events=[{"type": "turn_end", "reason": "error"}])
+    assert run_check("ERR-05", ev).outcome == "pass"
+    assert run_check("LOP-04", ev).outcome == "pass"
+
+
+def test_turn_end_fail_missing_or_double() -> None:
+    j = Journal()
+    j.chat()
+    assert run_check("ERR-05", j.evidence()).outcome == "fail"
+    two = [{"type": "turn_end", "reason": "completed"}] * 2
+    assert run_check("LOP-04", j.evidence(events=two)).outcome == "fail"
+
+
+# TRN-01 / TRN-02 ----------------------------------------------------------------------------
+def truncated_then(next_last: dict, events: list[dict] | None = None):
+    j = Journal()
+    j.chat(fault="length")
+    j.chat(body=body({"role": "assistant", "content": "Once upon"}, next_last), wait=0.01)
+    return j.evidence(events=events)
+
+
+CONT = {"role": "user", "content": CONTINUATION_TEXT}
+
+
+def test_trn01_pass_exact_text() -> None:
+    assert run_check("TRN-01", truncated_then(CONT)).outcome == "pass"
+
+
+def test_trn01_fail_hyphen_instead_of_em_dash() -> None:
+    wrong = {"role": "user", "content": CONTINUATION_TEXT.replace("\u2014", "-")}
+    assert run_check("TRN-01", truncated_then(wrong)).outcome == "fail"
+
+
+def test_trn01_fail_no_new_call() -> None:
+    j = Journal()
+    j.chat(fault="length")
+    f = run_check("TRN-01", j.evidence())
+    assert f.outcome == "fail" and "no request" in f.observed
+
+
+def test_trn01_not_applicable_without_length() -> None:
+    j = Journal()
+    j.chat()
+    assert run_check("TRN-01", j.evidence()).outcome == "not_applicable"
+
+
+def test_trn02_pass_meta() -> None:
+    ev = truncated_then(
+        CONT,
+        [{"type": "message", "id": "m2", "role": "user", "text": CONTINUATION_TEXT, "meta": True}],
+    )
+    assert run_check("TRN-02", ev).outcome == "pass"
+
+
+def test_trn02_fail_visible() -> None:
+    ev = truncated_then(
+        CONT,
+        [{"type": "message", "id": "m2", "role": "user", "text": CONTINUATION_TEXT, "meta": False}],
+    )
+    f = run_check("TRN-02", ev)
+    assert f.outcome == "fail" and "m2" in f.observed
+
+
+def test_trn02_fail_never_reported() -> None:
+    assert run_check("TRN-02", truncated_then(CONT, [])).outcome == "fail"
