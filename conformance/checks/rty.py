@@ -66,27 +66,49 @@ def _unretried(ev: Evidence, statuses: frozenset[int], expected: str) -> Finding
     return not_applicable(expected, f"no {sorted(statuses)} response without Retry-After in run")
 
 
-def check_rty_01(ev: Evidence) -> Finding:
-    """429 with Retry-After seconds: the next attempt waits the asked time, not the backoff."""
-    expected = "after Retry-After: S, the next attempt arrives within [S - slack, 1.25*S + slack]"
+def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
+    """After a response asking a wait through ``kind``, the next attempt honours it."""
+    expected = (
+        f"after {label} asking S s, the next attempt arrives within [S - slack, 1.25*S + slack]"
+    )
     judged = []
     for r in ev.retries():
         asked = asked_wait(r.failed)
-        if asked is None or asked[1] != "retry-after":
+        if asked is None or asked[1] != kind:
             continue
         s = asked[0]
         lo, hi = s - ev.slack, s * JITTER_HIGH + ev.slack
-        judged.append(f"asked {s}s, waited {_fmt(r.wait)}")
+        judged.append(f"asked {s:.3f}s, waited {_fmt(r.wait)}")
         if not lo <= r.wait <= hi:
             return failed(
-                expected, f"asked {s}s, waited {_fmt(r.wait)}, outside [{_fmt(lo)}, {_fmt(hi)}]"
+                expected,
+                f"asked {s:.3f}s, waited {_fmt(r.wait)}, outside [{_fmt(lo)}, {_fmt(hi)}]",
             )
     if judged:
         return passed(expected, "; ".join(judged))
-    asked_seen = [e for e in ev.chat() if (a := asked_wait(e)) and a[1] == "retry-after"]
+    asked_seen = [e for e in ev.chat() if (a := asked_wait(e)) and a[1] == kind]
     if asked_seen:
         return failed(expected, f"seq {asked_seen[0].get('seq')} asked a wait; no retry followed")
-    return not_applicable(expected, "no response with Retry-After in seconds in this run")
+    return not_applicable(expected, f"no response with {label} in this run")
+
+
+def check_rty_01(ev: Evidence) -> Finding:
+    """429 with Retry-After seconds: the next attempt waits the asked time, not the backoff."""
+    return _honoured(ev, "retry-after", "Retry-After in seconds")
+
+
+def check_rty_02(ev: Evidence) -> Finding:
+    """Retry-After as an HTTP-date is honoured."""
+    return _honoured(ev, "retry-after-date", "Retry-After as an HTTP-date")
+
+
+def check_rty_13(ev: Evidence) -> Finding:
+    """retry-after-ms is honoured (and, when both are sent, preferred)."""
+    return _honoured(ev, "retry-after-ms", "retry-after-ms")
+
+
+def check_rty_16(ev: Evidence) -> Finding:
+    return _backoff(ev, frozenset({408, 409}), "408/409")
 
 
 def check_rty_03(ev: Evidence) -> Finding:
@@ -202,4 +224,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "RTY-07": check_rty_07,
     "RTY-08": check_rty_08,
     "RTY-12": check_rty_12,
+    "RTY-02": check_rty_02,
+    "RTY-13": check_rty_13,
+    "RTY-16": check_rty_16,
 }

@@ -28,7 +28,7 @@ def test_rty01_fail_uses_backoff_instead() -> None:
     j.chat(429, headers={"Retry-After": "2"})
     j.chat(200, wait=0.5)
     f = run_check("RTY-01", j.evidence())
-    assert f.outcome == "fail" and "asked 2.0s" in f.observed
+    assert f.outcome == "fail" and "asked 2.000s" in f.observed
 
 
 def test_rty01_fail_waits_far_too_long() -> None:
@@ -192,3 +192,50 @@ def test_unimplemented_check_is_never_a_pass() -> None:
     j = Journal()
     j.chat(200)
     assert run_check("DBG-03", j.evidence()).outcome == "not_applicable"
+
+
+# RTY-02 / RTY-13 / RTY-16 -------------------------------------------------------------------
+def _dated(j: Journal, seconds_ahead: int) -> None:
+    from email.utils import formatdate
+
+    wall = 1_800_000_000.0
+    e = j.chat(429, headers={"Retry-After": formatdate(wall + seconds_ahead, usegmt=True)})
+    e["response"]["t_wall_headers"] = wall
+
+
+def test_rty02_pass_http_date() -> None:
+    j = Journal()
+    _dated(j, 3)
+    j.chat(200, wait=3.05)
+    assert run_check("RTY-02", j.evidence()).outcome == "pass"
+
+
+def test_rty02_fail_http_date_ignored() -> None:
+    j = Journal()
+    _dated(j, 3)
+    j.chat(200, wait=0.5)
+    f = run_check("RTY-02", j.evidence())
+    assert f.outcome == "fail" and "asked 3.000s" in f.observed
+
+
+def test_rty13_pass_ms_preferred() -> None:
+    j = Journal()
+    j.chat(429, headers={"retry-after-ms": "1500", "Retry-After": "5"})
+    j.chat(200, wait=1.6)
+    assert run_check("RTY-13", j.evidence()).outcome == "pass"
+
+
+def test_rty13_fail_seconds_header_used() -> None:
+    j = Journal()
+    j.chat(429, headers={"retry-after-ms": "1500", "Retry-After": "5"})
+    j.chat(200, wait=5.0)
+    assert run_check("RTY-13", j.evidence()).outcome == "fail"
+
+
+def test_rty16_pass_and_fail() -> None:
+    for st in (408, 409):
+        good = backoff_run([st, st], [1.0, 0.9])
+        assert run_check("RTY-16", good.evidence()).outcome == "pass"
+        bad = Journal()
+        bad.chat(st)
+        assert run_check("RTY-16", bad.evidence()).outcome == "fail"
