@@ -34,7 +34,17 @@ def _chunk(
         obj["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
     if usage is not None:
         obj["usage"] = usage
-    return json.dumps(obj, ensure_ascii=False)
+    return _line_safe(json.dumps(obj, ensure_ascii=False))
+
+
+# Characters some SSE line splitters (str.splitlines) treat as line ends; JSON allows escaping.
+_LINE_SEPS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _line_safe(s: str) -> str:
+    for ch, esc in _LINE_SEPS.items():
+        s = s.replace(ch, esc)
+    return s
 
 
 def stream_payloads(
