@@ -281,12 +281,24 @@ async def test_local_paths_confined(tmp_path: Path, path: str) -> None:
 
 async def test_local_shell_timeout_kills_process_group(tmp_path: Path) -> None:
     tb = box(None, workdir=tmp_path, timeout_s=100, time_scale=0.002)  # 0.2 s real
+    t0 = asyncio.get_running_loop().time()
     res = await tb.run(
-        "1", "run_shell", {"command": "sleep 30 & sleep 30; touch done"}, truncated=False
+        "1", "run_shell", {"command": "sleep 30 & echo $! > bg.pid; wait"}, truncated=False
     )
+    assert asyncio.get_running_loop().time() - t0 < 3.0
     assert res.status == "timeout" and "100 seconds" in res.output
-    await asyncio.sleep(0)
-    assert not (tmp_path / "done").exists()
+    bg = int((tmp_path / "bg.pid").read_text())
+    # The background child is in the killed process group: it must be gone (or a zombie).
+    for _ in range(100):
+        try:
+            state = Path(f"/proc/{bg}/stat").read_text().split()[2]
+        except FileNotFoundError:
+            break
+        if state == "Z":
+            break
+        await asyncio.sleep(0.01)
+    else:
+        pytest.fail(f"background process {bg} survived the timeout")
 
 
 async def test_local_shell_failure_reports_status(tmp_path: Path) -> None:
