@@ -113,6 +113,9 @@ class Evidence:
     time_scale: float = 1.0
     capabilities: set[str] = field(default_factory=set)
     debug_files: dict[str, str] = field(default_factory=dict)
+    # Secret values handed to the agent (API key); only used to prove they leaked nowhere.
+    secrets: tuple[str, ...] = ()
+    agent_log: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.journal, dict) or not isinstance(self.journal.get("entries"), list):
