@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from conformance.catalogue import by_id
-from conformance.checks import dbg, invariants, rty, str_, trn
+from conformance.checks import ctl, dbg, invariants, rty, str_, tol, trn
 from conformance.checks.finding import Finding
 from conformance.evidence import Evidence
 
@@ -14,7 +14,7 @@ __all__ = ["CHECKS", "INVARIANTS", "check_for", "run_check"]
 Check = Callable[[Evidence], Finding]
 
 CHECKS: dict[str, Check] = {}
-for _module in (rty, str_, trn, dbg, invariants):
+for _module in (rty, str_, trn, tol, dbg, ctl, invariants):
     CHECKS.update(_module.CHECKS)
 
 # Checks applied to every scenario run, whatever criteria it lists (filled as areas land).

@@ -1,0 +1,52 @@
+"""Checks for CTL-01 (abort stops everything) and ERR-02 (intermediate errors withheld)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.evidence import Evidence
+
+__all__ = ["CHECKS"]
+
+
+def check_ctl_01(ev: Evidence) -> Finding:
+    """After the user abort, no chat request and no tool call reaches the gateway."""
+    expected = "after the abort, no further request: no retry, fallback or continuation"
+    step = (ev.scenario.get("abort") or {}).get("when_step")
+    if step is None:
+        return not_applicable(expected, "the scenario has no abort")
+    chat = ev.chat()
+    hit = next((e for e in chat if e.get("step") == step), None)
+    if hit is None:
+        return not_applicable(expected, f"script step {step} was never reached")
+    t0 = hit.get("t_arrival_ns", 0)
+    after = [e for e in ev.journal["entries"] if e.get("t_arrival_ns", 0) > t0 and e is not hit]
+    after = [e for e in after if e.get("kind") in ("chat", "tool")]
+    if after:
+        e = after[0]
+        return failed(expected, f"{e.get('kind')} request seq {e.get('seq')} after the abort")
+    return passed(expected, f"nothing sent after the aborted request (seq {hit.get('seq')})")
+
+
+def check_err_02(ev: Evidence) -> Finding:
+    """The user sees no error when the turn succeeded, and one error when it failed."""
+    expected = "no error shown on a completed turn; exactly one on a failed turn"
+    ends = ev.turn_ends()
+    if len(ends) != 1:
+        return not_applicable(expected, f"{len(ends)} turn_end event(s)")
+    errors = ev.errors()
+    reason = ends[0].get("reason")
+    if reason == "completed" and errors:
+        return failed(expected, f"completed turn showed {len(errors)} error(s): {errors[0]}")
+    if reason == "error" and len(errors) != 1:
+        return failed(expected, f"failed turn showed {len(errors)} errors")
+    if reason not in ("completed", "error"):
+        return not_applicable(expected, f"turn ended {reason!r}")
+    return passed(expected, f"turn {reason}, {len(errors)} error(s) shown")
+
+
+CHECKS: dict[str, Callable[[Evidence], Finding]] = {
+    "CTL-01": check_ctl_01,
+    "ERR-02": check_err_02,
+}
