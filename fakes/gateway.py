@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import trustme
 from aiohttp import web
 
 from fakes.errors import FakesError
@@ -51,13 +55,24 @@ class Gateway:
     """The gateway on the current event loop: ``async with Gateway() as gw``."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, tls: bool = False) -> None:
-        if tls:
-            raise FakesError("TLS is not implemented yet in this build of the fake gateway")
         self.host, self.port, self.tls = host, port, tls
         self.app = GatewayApp()
         self.ca_file: str | None = None
         self.base_url = ""
         self._runner: web.AppRunner | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        """A trustme CA and a server certificate for 127.0.0.1/localhost/the host."""
+        ca = trustme.CA()
+        cert = ca.issue_cert("127.0.0.1", "localhost", self.host)
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        cert.configure_cert(ctx)
+        self._tmp = tempfile.TemporaryDirectory(prefix="fake-gateway-ca-")
+        path = Path(self._tmp.name) / "ca.pem"
+        ca.cert_pem.write_to_path(str(path))
+        self.ca_file = str(path)
+        return ctx
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         return fn()
@@ -65,17 +80,21 @@ class Gateway:
     async def start(self) -> None:
         self._runner = web.AppRunner(self.app.app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        ctx = self._ssl_context() if self.tls else None
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self.port = port
-        self.base_url = f"http://{self.host}:{port}"
+        self.base_url = f"{'https' if self.tls else 'http'}://{self.host}:{port}"
         self.app.base_url = self.base_url
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
 
     async def __aenter__(self) -> Gateway:
         await self.start()

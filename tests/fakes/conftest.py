@@ -1,18 +1,48 @@
-"""Fixtures for the fake gateway tests."""
+"""Fixtures for the fake gateway tests: every wire test runs over HTTP and HTTPS."""
 
 from __future__ import annotations
 
+import ssl
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from fakes.pytest_plugin import fake_gateway, gateway_session
+from fakes import Gateway, Session, SyncGateway
+from fakes.pytest_plugin import fake_gateway
 
-__all__ = ["fake_gateway", "gateway_session", "client"]
+__all__ = ["fake_gateway", "tls_gateway", "gw", "gateway_session", "client"]
+
+
+@pytest.fixture(scope="session")
+def tls_gateway() -> Iterator[SyncGateway]:
+    with Gateway.running(tls=True) as g:
+        yield g
+
+
+@pytest.fixture(params=["http", "https"])
+def gw(request: Any, fake_gateway: SyncGateway, tls_gateway: SyncGateway) -> SyncGateway:
+    return fake_gateway if request.param == "http" else tls_gateway
 
 
 @pytest.fixture
-def client() -> Any:
-    with httpx.Client(timeout=5.0) as c:
+def gateway_session(gw: SyncGateway) -> Iterator[Callable[..., Session]]:
+    made: list[Session] = []
+
+    def make(scenario: Any, time_scale: float = 0.001) -> Session:
+        s = gw.create_session(scenario, time_scale=time_scale)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        gw.drop_session(s.id)
+
+
+@pytest.fixture
+def client(gw: SyncGateway) -> Iterator[httpx.Client]:
+    with httpx.Client(
+        timeout=5.0, verify=ssl.create_default_context(cafile=gw.ca_file) if gw.ca_file else True
+    ) as c:
         yield c

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 from urllib.parse import urlsplit
 
 from gw_wire import full_stream, post, scenario
@@ -46,8 +47,8 @@ def test_huge_body_is_413(gateway_session, client):
     assert s.journal()["entries"][0]["body_error"]
 
 
-def test_unknown_session_and_endpoint(gateway_session, fake_gateway, client):
-    r = client.post(fake_gateway.base_url + "/s/nope/v1/chat/completions", json={"messages": []})
+def test_unknown_session_and_endpoint(gateway_session, gw, client):
+    r = client.post(gw.base_url + "/s/nope/v1/chat/completions", json={"messages": []})
     assert r.status_code == 404 and "unknown session" in r.json()["error"]["message"]
     s = gateway_session(scenario({"reply": REPLY}))
     r = client.get(s.base_url + "/embeddings")
@@ -55,7 +56,9 @@ def test_unknown_session_and_endpoint(gateway_session, fake_gateway, client):
     assert s.journal()["entries"][0]["kind"] == "unknown"
 
 
-def test_client_vanishing_mid_stream_is_journaled_and_server_keeps_serving(gateway_session, client):
+def test_client_vanishing_mid_stream_is_journaled_and_server_keeps_serving(
+    gateway_session, client, gw
+):
     s = gateway_session(
         scenario({"reply": REPLY, "fault": {"stall": {"after_events": 1, "seconds": 20}}}),
         time_scale=0.005,
@@ -63,7 +66,12 @@ def test_client_vanishing_mid_stream_is_journaled_and_server_keeps_serving(gatew
     other = gateway_session(scenario({"reply": REPLY}))
     u = urlsplit(s.base_url)
     body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
-    with socket.create_connection((u.hostname, u.port)) as sock:
+    raw = socket.create_connection((u.hostname, u.port))
+    if gw.ca_file:
+        raw = ssl.create_default_context(cafile=gw.ca_file).wrap_socket(
+            raw, server_hostname=u.hostname
+        )
+    with raw as sock:
         sock.sendall(
             b"POST " + u.path.encode() + b"/chat/completions HTTP/1.1\r\nHost: x\r\n"
             b"Content-Type: application/json\r\nContent-Length: "
@@ -77,7 +85,7 @@ def test_client_vanishing_mid_stream_is_journaled_and_server_keeps_serving(gatew
     assert post(client, other.base_url).body == full_stream(REPLY)
 
 
-def test_authorization_redacted_everywhere(gateway_session, fake_gateway, client):
+def test_authorization_redacted_everywhere(gateway_session, gw, client):
     s = gateway_session(scenario({"reply": REPLY}))
     client.post(
         s.base_url + "/chat/completions",
@@ -85,15 +93,15 @@ def test_authorization_redacted_everywhere(gateway_session, fake_gateway, client
         headers={"Authorization": "Bearer sk-SECRET", "x-api-key": "sk-SECRET2"},
     )
     j = s.journal()
-    http_j = client.get(f"{fake_gateway.base_url}/_control/sessions/{s.id}/journal").text
+    http_j = client.get(f"{gw.base_url}/_control/sessions/{s.id}/journal").text
     for text in (json.dumps(j), http_j):
         assert "sk-SECRET" not in text
     h = j["entries"][0]["headers"]
     assert h["authorization"] == "[REDACTED]" and h["x-api-key"] == "[REDACTED]"
 
 
-def test_control_api_create_journal_drop(fake_gateway, client, tmp_path):
-    base = fake_gateway.base_url + "/_control/sessions"
+def test_control_api_create_journal_drop(gw, client, tmp_path):
+    base = gw.base_url + "/_control/sessions"
     r = client.post(base, json={**scenario({"reply": {"text": "hi"}}), "time_scale": 0.01})
     info = r.json()
     assert r.status_code == 200 and info["base_url"].endswith(f"/s/{info['session']}/v1")
