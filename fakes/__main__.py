@@ -1,0 +1,7 @@
+"""``python -m fakes``."""
+
+import sys
+
+from fakes.cli import main
+
+sys.exit(main())

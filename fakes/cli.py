@@ -1,0 +1,63 @@
+"""Command line: ``python -m fakes serve PATH`` serves scenarios until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from fakes.errors import FakesError
+from fakes.gateway import Gateway
+from fakes.scenario import load_scenarios
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m fakes",
+        description="Fake OpenAI-compatible gateway that replays fault scenarios. "
+        "Each scenario gets its own session URL; point an OpenAI client's base_url at it.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("serve", help="serve a scenario file or a directory of scenarios")
+    s.add_argument("path", help="scenario YAML file, or a directory searched for *.yaml")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    s.add_argument("--tls", action="store_true", help="serve HTTPS with a throwaway CA")
+    s.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="multiply every scenario duration by this (default 1.0)",
+    )
+    return p
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    scenarios = load_scenarios(args.path)
+    async with Gateway(args.host, args.port, tls=args.tls) as gw:
+        print(f"gateway: {gw.base_url}", flush=True)
+        if gw.ca_file:
+            print(f"ca_file: {gw.ca_file}", flush=True)
+        for sc in scenarios:
+            s = gw.create_session(sc, time_scale=args.time_scale)
+            print(f"{sc.id}: {s.base_url}  tools: {s.tool_endpoint}", flush=True)
+        await asyncio.Event().wait()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit status (2 for bad input)."""
+    args = _parser().parse_args(argv)
+    if args.time_scale <= 0:
+        print("error: --time-scale must be > 0", file=sys.stderr)
+        return 2
+    try:
+        load_scenarios(args.path)  # fail fast, before binding a port
+        asyncio.run(_serve(args))
+    except FakesError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0
