@@ -35,6 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="scenario directory to index (default: the bundled scenarios)",
     )
+    rep = sub.add_parser(
+        "report",
+        help="render saved results into HTML, JUnit XML and Markdown",
+        description="Render one or more results JSON files (several: agents side by side).",
+        add_help=False,
+    )
+    rep.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -85,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "list":
         return _cmd_list(args)
+    if args.command == "report":
+        # One implementation of the report CLI: the reports package's own.
+        from reports.cli import main as report_main
+
+        return report_main(args.rest)
     parser.print_help()
     return 0
 
