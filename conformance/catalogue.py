@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Criterion", "CATALOGUE", "AREAS", "by_id", "LEVELS"]
+__all__ = ["Criterion", "CATALOGUE", "AREAS", "by_id", "LEVELS", "as_markdown"]
 
 LEVELS = ("MUST", "SHOULD", "MAY")
 
@@ -827,3 +827,22 @@ def by_id(criterion_id: str) -> Criterion:
         return _BY_ID[criterion_id]
     except KeyError:
         raise KeyError(f"unknown criterion id: {criterion_id!r}") from None
+
+
+def as_markdown() -> str:
+    """The catalogue as a Markdown page (the source of docs/criteria.md)."""
+    out = [
+        "# Criteria catalogue",
+        "",
+        "Generated from `conformance/catalogue.py`. MUST failures are FAIL; SHOULD and MAY "
+        "failures are NON-STRICT; a criterion whose capability the agent does not declare is "
+        "UNSUPPORTED.",
+    ]
+    for area, name in AREAS.items():
+        out += ["", f"## {area}: {name}", "", "| ID | level | capability | criterion | source |"]
+        out.append("|---|---|---|---|---|")
+        for c in CATALOGUE:
+            if c.area == area:
+                text = f"**{c.title}.** {c.text}".replace("|", "\\|")
+                out.append(f"| {c.id} | {c.level} | {c.capability or '-'} | {text} | {c.source} |")
+    return "\n".join(out) + "\n"

@@ -50,3 +50,10 @@ def test_by_id() -> None:
     assert by_id("RTY-01").level == "MUST"
     with pytest.raises(KeyError, match="NOPE-01"):
         by_id("NOPE-01")
+
+
+def test_docs_page_is_in_sync() -> None:
+    from conformance.catalogue import as_markdown
+
+    page = Path(__file__).resolve().parents[2] / "docs" / "criteria.md"
+    assert page.read_text(encoding="utf-8") == as_markdown(), "regenerate docs/criteria.md"
