@@ -60,28 +60,31 @@ def stream_payloads(
     ``finish_reason: null``).
     """
     n = int(reply.get("chunk_chars") or 16)
-    out = [_chunk(cid, model, created, {"role": "assistant", "content": ""})]
+    # Delta chunks share one template: only the small delta is serialised per event (speed).
+    head = (
+        f'{{"id": {json.dumps(cid)}, "object": "chat.completion.chunk", "created": {created}, '
+        f'"model": {json.dumps(model, ensure_ascii=False)}, "choices": [{{"index": 0, "delta": '
+    )
+    tail = ', "finish_reason": null}]}'
+
+    def delta(d: dict[str, Any]) -> str:
+        return _line_safe(head + json.dumps(d, ensure_ascii=False) + tail)
+
+    out = [delta({"role": "assistant", "content": ""})]
     for piece in _pieces(reply.get("reasoning") or "", n):
-        out.append(_chunk(cid, model, created, {"reasoning_content": piece}))
+        out.append(delta({"reasoning_content": piece}))
     for piece in _pieces(reply.get("text") or "", n):
-        out.append(_chunk(cid, model, created, {"content": piece}))
+        out.append(delta({"content": piece}))
     for i, call in enumerate(reply.get("tool_calls") or []):
-        head = {
+        first = {
             "index": i,
             "id": call.get("id") or f"call_{i}",
             "type": "function",
             "function": {"name": call["name"], "arguments": ""},
         }
-        out.append(_chunk(cid, model, created, {"tool_calls": [head]}))
+        out.append(delta({"tool_calls": [first]}))
         for piece in _pieces(call.get("arguments") or "", n):
-            out.append(
-                _chunk(
-                    cid,
-                    model,
-                    created,
-                    {"tool_calls": [{"index": i, "function": {"arguments": piece}}]},
-                )
-            )
+            out.append(delta({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
     finish = reply.get("finish_reason", "stop")
     usage = reply.get("usage")
     if finish is not None:
