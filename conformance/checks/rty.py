@@ -30,7 +30,7 @@ def _fmt(x: float) -> str:
     return f"{x:.3f}s"
 
 
-def _backoff(ev: Evidence, statuses: frozenset[int], label: str) -> Finding:
+def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Finding:
     """Every retry after a failure with one of ``statuses`` and no Retry-After waited within the
     jitter band of its nominal backoff delay."""
     expected = (
@@ -55,7 +55,11 @@ def _backoff(ev: Evidence, statuses: frozenset[int], label: str) -> Finding:
     return passed(expected, "; ".join(judged))
 
 
-def _unretried(ev: Evidence, statuses: frozenset[int], expected: str) -> Finding:
+def label_of(statuses: frozenset[int | None]) -> str:
+    return ", ".join("no status" if x is None else str(x) for x in sorted(statuses, key=str))
+
+
+def _unretried(ev: Evidence, statuses: frozenset[int | None], expected: str) -> Finding:
     """No retry followed a matching failure: a fail if such a failure was seen, else n/a."""
     seen = [e for e in ev.chat() if _status(e) in statuses and asked_wait(e) is None]
     if seen:
@@ -63,7 +67,7 @@ def _unretried(ev: Evidence, statuses: frozenset[int], expected: str) -> Finding
             expected,
             f"status {_status(seen[0])} (seq {seen[0].get('seq')}) was not retried in the same mode",
         )
-    return not_applicable(expected, f"no {sorted(statuses)} response without Retry-After in run")
+    return not_applicable(expected, f"no {label_of(statuses)} failure without Retry-After in run")
 
 
 def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
@@ -105,6 +109,11 @@ def check_rty_02(ev: Evidence) -> Finding:
 def check_rty_13(ev: Evidence) -> Finding:
     """retry-after-ms is honoured (and, when both are sent, preferred)."""
     return _honoured(ev, "retry-after-ms", "retry-after-ms")
+
+
+def check_rty_06(ev: Evidence) -> Finding:
+    """Connection failures before headers (no status recorded) back off like 429."""
+    return _backoff(ev, frozenset({None}), "a connection failure before headers")
 
 
 def check_rty_16(ev: Evidence) -> Finding:
@@ -227,4 +236,5 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "RTY-02": check_rty_02,
     "RTY-13": check_rty_13,
     "RTY-16": check_rty_16,
+    "RTY-06": check_rty_06,
 }

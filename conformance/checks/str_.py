@@ -146,3 +146,32 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "STR-14": check_str_14,
     "STR-15": check_str_15,
 }
+
+
+def check_str_05(ev: Evidence) -> Finding:
+    """Failures before headers: 11 streaming attempts, then one non-streaming fallback."""
+    expected = (
+        "failures before headers exhaust 11 streaming attempts before one non-streaming "
+        "request with the same messages"
+    )
+    chat = ev.chat()
+    first_plain = next((i for i, e in enumerate(chat) if not Evidence.mode(e)), None)
+    streamed = chat[: first_plain if first_plain is not None else len(chat)]
+    early = [e for e in streamed if is_failed(e) and (e.get("response") or {}).get("status") != 200]
+    if not early:
+        return not_applicable(expected, "no streaming failure before headers in this run")
+    if not all(is_failed(e) for e in streamed):
+        return not_applicable(expected, "a streaming attempt succeeded; no fallback needed")
+    if len(streamed) != 11:
+        return failed(expected, f"{len(streamed)} streaming attempts before the fallback")
+    if first_plain is None:
+        return failed(expected, "no non-streaming request after 11 streaming failures")
+    diff = _same_request(streamed[-1], chat[first_plain])
+    if diff:
+        return failed(expected, f"the fallback differs in {diff}")
+    return passed(
+        expected, f"11 streaming attempts, then non-streaming seq {chat[first_plain].get('seq')}"
+    )
+
+
+CHECKS["STR-05"] = check_str_05

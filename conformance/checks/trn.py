@@ -84,3 +84,35 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "TRN-01": check_trn_01,
     "TRN-02": check_trn_02,
 }
+
+
+def check_trn_04(ev: Evidence) -> Finding:
+    """The 4th consecutive truncation ends the turn with an error: no 4th continuation."""
+    expected = "after 3 continuations, the 4th length finish ends the turn with an error"
+    chat = ev.chat()
+    run = 0
+    for i, e in enumerate(chat):
+        if not length_finished(e):
+            run = 0
+            continue
+        run += 1
+        if run == 4:
+            later = [
+                x
+                for x in chat[i + 1 :]
+                if ((x.get("body") or {}).get("messages") or [{}])[-1].get("content")
+                == CONTINUATION_TEXT
+            ]
+            if later:
+                return failed(expected, f"continued again at seq {later[0].get('seq')}")
+            if not ev.errors():
+                return failed(expected, "no error shown after the 4th truncation")
+            return passed(
+                expected, f"stopped after 4 truncations: {ev.errors()[0].get('message')!r}"
+            )
+    if run and run < 4:
+        return not_applicable(expected, f"only {run} consecutive truncation(s) in this run")
+    return not_applicable(expected, "no run of 4 consecutive truncations")
+
+
+CHECKS["TRN-04"] = check_trn_04

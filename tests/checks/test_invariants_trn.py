@@ -139,3 +139,19 @@ def test_trn02_fail_visible() -> None:
 
 def test_trn02_fail_never_reported() -> None:
     assert run_check("TRN-02", truncated_then(CONT, [])).outcome == "fail"
+
+
+def test_trn04_pass_and_fail() -> None:
+    def run(continue_again: bool, error: bool):
+        j = Journal()
+        j.chat(fault="length")
+        for _ in range(3):
+            j.chat(fault="length", body=body({"role": "assistant", "content": "x"}, CONT))
+        if continue_again:
+            j.chat(body=body({"role": "assistant", "content": "x"}, CONT))
+        ev = [{"type": "error", "kind": "output_limit", "message": "limit exceeded 4 times"}]
+        return j.evidence(events=ev if error else [])
+
+    assert run_check("TRN-04", run(False, True)).outcome == "pass"
+    assert run_check("TRN-04", run(True, True)).outcome == "fail"
+    assert run_check("TRN-04", run(False, False)).outcome == "fail"

@@ -239,3 +239,15 @@ def test_rty16_pass_and_fail() -> None:
         bad = Journal()
         bad.chat(st)
         assert run_check("RTY-16", bad.evidence()).outcome == "fail"
+
+
+def test_rty06_pass_and_fail() -> None:
+    good = Journal()
+    good.chat(None, fault="reset_before_headers")
+    good.chat(None, fault="reset_before_headers", wait=0.5)
+    good.chat(200, wait=1.0)
+    assert run_check("RTY-06", good.evidence()).outcome == "pass"
+    bad = Journal()
+    bad.chat(None, fault="reset_before_headers")
+    f = run_check("RTY-06", bad.evidence())
+    assert f.outcome == "fail" and "not retried" in f.observed

@@ -107,3 +107,21 @@ def test_str03_fail_tool_from_broken_stream_runs() -> None:
     j.chat(200, body=PLAIN, wait=1.0)
     f = run_check("STR-03", j.evidence())
     assert f.outcome == "fail" and "call_1" in f.observed
+
+
+def test_str05_pass_and_fail() -> None:
+    good = Journal()
+    for _ in range(11):
+        good.chat(429, body=STREAM, wait=0.1)
+    good.chat(200, body=PLAIN, wait=0.1)
+    assert run_check("STR-05", good.evidence()).outcome == "pass"
+    early = Journal()
+    for _ in range(3):
+        early.chat(429, body=STREAM, wait=0.1)
+    early.chat(200, body=PLAIN, wait=0.1)
+    f = run_check("STR-05", early.evidence())
+    assert f.outcome == "fail" and "3 streaming" in f.observed
+    none = Journal()
+    for _ in range(11):
+        none.chat(429, body=STREAM, wait=0.1)
+    assert run_check("STR-05", none.evidence()).outcome == "fail"
