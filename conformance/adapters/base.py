@@ -1,0 +1,99 @@
+"""Shared adapter types: the run request, its outcome, secret redaction, adapter lookup."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = [
+    "REDACTED",
+    "STATUSES",
+    "Adapter",
+    "RunOutcome",
+    "RunRequest",
+    "make_adapter",
+    "redact",
+    "redact_obj",
+]
+
+REDACTED = "[REDACTED]"
+STATUSES = ("ran", "error", "timeout", "unsupported")
+
+
+@dataclass
+class RunRequest:
+    """Everything an adapter needs to run one scenario."""
+
+    start: dict  # the start message (no secrets in it)
+    base_url: str  # .../s/<sid>/v1
+    api_key: str  # the run's secret; never logged
+    ca_file: str | None  # CA bundle when TLS
+    workdir: Path  # a fresh temporary working directory
+    deadline_s: float  # real seconds
+    abort: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class RunOutcome:
+    """What one run produced; every string in it is already redacted."""
+
+    status: str  # "ran" | "error" | "timeout" | "unsupported"
+    events: list[dict]  # each with "t_ns" (time.monotonic_ns() on arrival)
+    hello: dict | None
+    log: str  # the agent's stderr / log, secret redacted, capped in size
+    error: str | None  # what went wrong, for error/timeout/unsupported
+
+
+class Adapter(Protocol):
+    """An agent under test, driven through the adapter protocol."""
+
+    name: str
+
+    def capabilities(self) -> set[str]: ...
+
+    def run(self, req: RunRequest) -> RunOutcome: ...
+
+
+def redact(text: str, secret: str | None) -> str:
+    """Replace every occurrence of `secret` in `text` by [REDACTED]."""
+    if not secret or not isinstance(text, str):
+        return text
+    return text.replace(secret, REDACTED)
+
+
+def redact_obj(obj: Any, secret: str | None) -> Any:
+    """Redact every string (keys included) inside a JSON-like value."""
+    if not secret:
+        return obj
+    if isinstance(obj, str):
+        return redact(obj, secret)
+    if isinstance(obj, dict):
+        return {redact_obj(k, secret): redact_obj(v, secret) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_obj(v, secret) for v in obj]
+    return obj
+
+
+def make_adapter(spec: str) -> Adapter:
+    """Build an adapter from `reference`, `openai-sdk` or `cmd:COMMAND`."""
+    if spec.startswith("cmd:"):
+        from conformance.adapters.command import CommandAdapter
+
+        return CommandAdapter(spec[len("cmd:") :])
+    if spec == "reference":
+        try:
+            from conformance.adapters.reference import ReferenceAdapter  # type: ignore
+        except ImportError as exc:  # pragma: no cover - depends on build state
+            raise ValueError(f"adapter 'reference' is not available: {exc}") from exc
+        return ReferenceAdapter()
+    if spec == "openai-sdk":
+        try:
+            from conformance.adapters.openai_sdk import OpenAISDKAdapter  # type: ignore
+        except ImportError as exc:  # pragma: no cover - depends on build state
+            raise ValueError(f"adapter 'openai-sdk' is not available: {exc}") from exc
+        return OpenAISDKAdapter()
+    raise ValueError(
+        f"unknown adapter {spec!r}: expected 'reference', 'openai-sdk' or 'cmd:COMMAND'"
+    )

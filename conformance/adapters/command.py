@@ -1,0 +1,316 @@
+"""The `cmd:COMMAND` adapter: run any program that speaks the adapter protocol.
+
+Theory of operation: the agent runs in its own process group (new session) so that it and
+every child it spawns can be killed together. Two daemon threads drain stdout (lines, into a
+queue) and stderr (chunks, kept up to a cap) so the agent never blocks on a full pipe and the
+main thread never blocks on a read: it only waits on the queue with a timeout, which lets it
+watch the deadline and forward the user abort. Whatever happens, the process group is killed
+with SIGKILL before `run` returns, then the threads are joined with a bound.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from typing import IO
+
+from conformance.adapters.base import RunOutcome, RunRequest, redact, redact_obj
+
+__all__ = ["EXIT_UNSUPPORTED", "CommandAdapter", "kill_group"]
+
+EXIT_UNSUPPORTED = 89
+_INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT", "TZ")
+_POLL_S = 0.02  # how often the main loop looks at the abort flag
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group of `proc` (its own session); ignore if already gone."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+        pass
+
+
+class _Reader:
+    """Drains the agent's stdout (lines) and stderr (bytes) on daemon threads."""
+
+    def __init__(self, proc: subprocess.Popen, max_line: int, max_stdout: int, max_log: int):
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.stdout_overflow = False
+        self.line_too_long = False
+        self._log = bytearray()
+        self._max_log = max_log
+        self._threads = [
+            threading.Thread(
+                target=self._read_stdout, args=(proc.stdout, max_line, max_stdout), daemon=True
+            ),
+            threading.Thread(target=self._read_stderr, args=(proc.stderr,), daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _read_stdout(self, pipe: IO[bytes], max_line: int, max_total: int) -> None:
+        total = 0
+        try:
+            while True:
+                line = pipe.readline(max_line + 1)
+                if not line:
+                    break
+                total += len(line)
+                if total > max_total:
+                    self.stdout_overflow = True
+                    break
+                if len(line) > max_line and not line.endswith(b"\n"):
+                    self.line_too_long = True
+                    break
+                self.lines.put(line)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.lines.put(None)
+
+    def _read_stderr(self, pipe: IO[bytes]) -> None:
+        try:
+            while True:
+                chunk = pipe.read1(65536) if hasattr(pipe, "read1") else pipe.read(65536)
+                if not chunk:
+                    break
+                room = self._max_log - len(self._log)
+                if room > 0:
+                    self._log += chunk[:room]
+        except (OSError, ValueError):
+            pass
+
+    def log(self) -> str:
+        text = self._log.decode("utf-8", errors="replace")
+        if len(self._log) >= self._max_log:
+            text += f"\n[log truncated at {self._max_log} bytes]"
+        return text
+
+    def join(self, timeout: float = 2.0) -> None:
+        end = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, end - time.monotonic()))
+
+
+class CommandAdapter:
+    """Drive the command `command` (a shell-like string, split with shlex) as an agent."""
+
+    def __init__(
+        self,
+        command: str,
+        *,
+        exit_grace_s: float = 5.0,
+        hello_timeout_s: float = 10.0,
+        max_line_bytes: int = 1_000_000,
+        max_stdout_bytes: int = 10_000_000,
+        max_log_bytes: int = 1_000_000,
+        validate: Callable[[dict], str | None] | None = None,
+    ) -> None:
+        self.argv = shlex.split(command)
+        if not self.argv:
+            raise ValueError("cmd: adapter needs a command, e.g. 'cmd:node agent.mjs'")
+        self.name = f"cmd:{command}"
+        self.exit_grace_s = exit_grace_s
+        self.hello_timeout_s = hello_timeout_s
+        self.max_line_bytes = max_line_bytes
+        self.max_stdout_bytes = max_stdout_bytes
+        self.max_log_bytes = max_log_bytes
+        if validate is None:
+            from conformance.adapters.validation import validate_event
+
+            validate = validate_event
+        self._validate = validate
+        self._caps: set[str] | None = None
+        self.last_pgid: int | None = None  # for tests/diagnostics: the last process group
+
+    # -- process handling -------------------------------------------------------------
+
+    def _env(self, base_url: str, api_key: str, ca_file: str | None) -> dict[str, str]:
+        env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
+        env.update(OPENAI_BASE_URL=base_url, OPENAI_API_KEY=api_key, AGENT_CONFORMANCE_PROTOCOL="1")
+        if ca_file:
+            env["SSL_CERT_FILE"] = ca_file
+        return env
+
+    def _spawn(self, req: RunRequest) -> subprocess.Popen:
+        proc = subprocess.Popen(
+            self.argv,
+            cwd=str(req.workdir),
+            env=self._env(req.base_url, req.api_key, req.ca_file),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self.last_pgid = proc.pid
+        return proc
+
+    @staticmethod
+    def _write(proc: subprocess.Popen, msg: dict) -> bool:
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write((json.dumps(msg) + "\n").encode())
+            proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    @staticmethod
+    def _close_stdin(proc: subprocess.Popen) -> None:
+        try:
+            if proc.stdin:
+                proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    # -- public API ---------------------------------------------------------------------
+
+    def capabilities(self) -> set[str]:
+        """Start the command once without a start message, read `hello`, kill it (cached)."""
+        if self._caps is None:
+            import tempfile
+            from pathlib import Path
+
+            with tempfile.TemporaryDirectory() as tmp:
+                req = RunRequest(
+                    start={},
+                    base_url="http://127.0.0.1:9/v1",
+                    api_key="capabilities-probe",
+                    ca_file=None,
+                    workdir=Path(tmp),
+                    deadline_s=self.hello_timeout_s,
+                )
+                out = self._run(req, probe=True)
+            if out.hello is None:
+                raise RuntimeError(f"{self.name}: no hello line: {out.error}")
+            self._caps = {str(c) for c in out.hello.get("capabilities", [])}
+        return set(self._caps)
+
+    def run(self, req: RunRequest) -> RunOutcome:
+        """Run one scenario; bounded by `req.deadline_s` plus the exit grace."""
+        return self._run(req, probe=False)
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _run(self, req: RunRequest, *, probe: bool) -> RunOutcome:
+        key = req.api_key
+        events: list[dict] = []
+        hello: dict | None = None
+        status, error = "error", None
+        try:
+            proc = self._spawn(req)
+        except OSError as exc:
+            return RunOutcome(
+                "error", [], None, "", redact(f"cannot start {self.argv[0]!r}: {exc}", key)
+            )
+        reader = _Reader(proc, self.max_line_bytes, self.max_stdout_bytes, self.max_log_bytes)
+        try:
+            if not probe:
+                self._write(proc, req.start)
+            deadline = time.monotonic() + req.deadline_s
+            abort_sent = False
+            lineno = 0
+            while True:
+                if not probe and req.abort.is_set() and not abort_sent:
+                    abort_sent = self._write(proc, {"type": "abort"}) or True
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    status = "timeout"
+                    error = (
+                        f"no turn_end within {req.deadline_s:g} s "
+                        f"({len(events)} events received; last: "
+                        f"{events[-1].get('type') if events else 'none'})"
+                    )
+                    break
+                try:
+                    raw = reader.lines.get(timeout=min(_POLL_S, remaining))
+                except queue.Empty:
+                    continue
+                if raw is None:
+                    status, error = self._after_eof(proc, reader, len(events), lineno)
+                    break
+                lineno += 1
+                t_ns = time.monotonic_ns()
+                text = raw.decode("utf-8", errors="replace").strip()
+                if not text:
+                    continue
+                try:
+                    event = json.loads(text)
+                except ValueError:
+                    error = f"line {lineno} of stdout is not JSON: {text[:200]!r}"
+                    break
+                if not isinstance(event, dict):
+                    error = f"line {lineno} of stdout is not a JSON object: {text[:200]!r}"
+                    break
+                problem = self._validate(event)
+                if problem:
+                    error = (
+                        f"line {lineno} of stdout: invalid {event.get('type')!r} event: {problem}"
+                    )
+                    break
+                event["t_ns"] = t_ns
+                events.append(event)
+                if event.get("type") == "hello" and hello is None:
+                    hello = event
+                    if probe:
+                        status = "ran"
+                        break
+                if event.get("type") == "turn_end":
+                    status, error = self._after_turn_end(proc)
+                    break
+        finally:
+            kill_group(proc)
+            self._close_stdin(proc)
+            reader.join()
+        return RunOutcome(
+            status=status,
+            events=redact_obj(events, key),
+            hello=redact_obj(hello, key),
+            log=redact(reader.log(), key),
+            error=redact(error, key) if error else None,
+        )
+
+    def _after_turn_end(self, proc: subprocess.Popen) -> tuple[str, str | None]:
+        """Close stdin and give the agent the grace period to exit on its own."""
+        self._close_stdin(proc)
+        try:
+            rc = proc.wait(timeout=self.exit_grace_s)
+        except subprocess.TimeoutExpired:
+            # The turn completed; lingering is only impolite: the group is killed anyway.
+            return "ran", None
+        if rc == EXIT_UNSUPPORTED:
+            return "unsupported", "agent exited with status 89 (scenario unsupported)"
+        if rc != 0:
+            return "error", f"agent exited with status {rc} after turn_end"
+        return "ran", None
+
+    def _after_eof(
+        self, proc: subprocess.Popen, reader: _Reader, n_events: int, lineno: int
+    ) -> tuple[str, str | None]:
+        """stdout ended (or overflowed) before turn_end: find out why."""
+        if reader.stdout_overflow:
+            return "error", f"stdout flood: more than {self.max_stdout_bytes} bytes of events"
+        if reader.line_too_long:
+            return "error", (
+                f"line {lineno + 1} of stdout is longer than {self.max_line_bytes} bytes"
+            )
+        try:
+            rc = proc.wait(timeout=min(self.exit_grace_s, 1.0))
+        except subprocess.TimeoutExpired:
+            return "error", f"agent closed stdout before turn_end ({n_events} events received)"
+        if rc == EXIT_UNSUPPORTED:
+            return "unsupported", "agent exited with status 89 (scenario unsupported)"
+        how = f"killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"
+        return "error", f"agent {how} before turn_end ({n_events} events received)"
