@@ -1,0 +1,488 @@
+"""Async agent loop over an OpenAI-compatible chat-completions endpoint, speaking adapter events.
+
+Theory of operation: :func:`run_protocol` emits ``hello``, runs one user turn as a task raced
+against the ``abort`` event (an abort cancels everything in flight: nothing is sent after it),
+and always ends with exactly one ``turn_end``. A turn is a loop of model requests. Each request
+is first tried streaming with its own retry budget (:func:`retry.decide`, waits scaled by
+``time_scale``); when the body fails after the headers, ends without ``finish_reason``, carries
+a malformed or in-band error event, or goes idle, the partial messages are removed by id and the
+identical request is resent once with ``stream: false`` (its own retry budget). Tool calls of a
+failed attempt are never run. A ``length`` finish first raises the output limit once, then
+appends the hidden continuation message, bounded by :class:`TruncationCounter`. Errors are
+withheld until recovery is exhausted, then surfaced once, typed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import ssl as ssl_mod
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+
+from . import retry
+from .continuation import (
+    CONTINUATION_TEXT,
+    DEFAULT_MAX_TOKENS,
+    OUTPUT_LIMIT_ERROR,
+    TruncationCounter,
+    assistant_to_wire,
+    raised_limit,
+)
+from .toolbox import ToolBox, ToolSpec
+
+__all__ = ["HELLO", "Behaviours", "run_protocol"]
+
+HELLO: dict[str, Any] = {
+    "type": "hello",
+    "agent": "conformance-reference",
+    "version": "0.1",
+    "capabilities": ["abort", "tools", "time_scale"],
+}
+
+IDLE_TIMEOUT_S = 60.0  # unscaled: no chunk for this long = stream failure
+MAX_EMPTY_REPLIES = 3  # bounded retries of empty 200 replies
+
+
+@dataclass(frozen=True)
+class Behaviours:
+    """One switch per recovery behaviour; all on. Switching one off breaks only that one."""
+
+    honour_retry_after: bool = True
+    backoff: bool = True
+    retry_5xx: bool = True
+    retry_connection_errors: bool = True
+    stream_fallback: bool = True
+    remove_partial_messages: bool = True
+    continuation: bool = True
+    output_truncation: bool = True
+    reasoning_preservation: bool = True
+    withhold_errors: bool = True
+    idle_watchdog: bool = True
+
+
+class _Surface(Exception):
+    """A failure recovery could not fix: shown to the user as a typed error."""
+
+    def __init__(self, kind: str, message: str, *, fallback_ok: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.fallback_ok = fallback_ok
+
+
+class _BodyFailed(Exception):
+    """The stream failed after the response headers."""
+
+
+@dataclass
+class _Reply:
+    content: str
+    reasoning: str
+    tool_calls: list[dict[str, Any]]
+    finish_reason: str | None
+    usage: dict[str, Any] | None
+    msg_id: str | None
+
+
+class _Turn:
+    def __init__(
+        self,
+        start: dict,
+        emit: Callable[[dict], None],
+        session: aiohttp.ClientSession,
+        *,
+        base_url: str,
+        api_key: str,
+        ssl: Any,
+        behaviours: Behaviours,
+        rng: random.Random,
+    ) -> None:
+        self.start = start
+        self.emit = emit
+        self.session = session
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.auth = {"Authorization": f"Bearer {api_key}"}
+        self.ssl = ssl
+        self.b = behaviours
+        self.rng = rng
+        self.scale = float(start.get("time_scale", 1.0) or 1.0)
+        self.config = dict(start.get("config") or {})
+        self.ids = 0
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+
+    def _new_id(self) -> str:
+        self.ids += 1
+        return f"m{self.ids}"
+
+    async def _sleep(self, delay_s: float) -> None:
+        await asyncio.sleep(max(0.0, delay_s) * self.scale)
+
+    # ---- one request, both modes -------------------------------------------------------
+    async def request(self, body: dict) -> _Reply:
+        if self.start.get("stream", True) is False:
+            return await self._mode(body, stream=False)
+        fallback = self.b.stream_fallback and self.config.get("stream_fallback", True) is not False
+        try:
+            return await self._mode(body, stream=True)
+        except _BodyFailed as exc:
+            if not fallback:
+                raise _Surface("stream", f"The response stream failed: {exc}") from exc
+            why = f"stream failed ({exc})"
+        except _Surface as exc:
+            if not (fallback and exc.fallback_ok):
+                raise
+            why = exc.message
+        try:
+            return await self._mode(body, stream=False)
+        except _Surface as exc:
+            raise _Surface(
+                exc.kind, f"{exc.message}; {why}; after a non-streaming fallback"
+            ) from exc
+
+    async def _mode(self, body: dict, *, stream: bool) -> _Reply:
+        retries = 0
+        empties = 0
+        while True:
+            payload = {**body, "stream": stream}
+            headers_seen = False
+            try:
+                async with self.session.post(
+                    self.url, json=payload, headers=self.auth, ssl=self.ssl
+                ) as resp:
+                    headers_seen = True
+                    if resp.status != 200:
+                        text = (await resp.read()).decode("utf-8", "replace")[:500]
+                        status, hdrs, conn = resp.status, dict(resp.headers), None
+                    elif stream:
+                        return await self._read_stream(resp)
+                    else:
+                        reply = self._parse_full(await resp.json(content_type=None))
+                        if reply is not None:
+                            return reply
+                        empties += 1
+                        if empties > MAX_EMPTY_REPLIES:
+                            raise _Surface("server", "The model kept returning empty replies")
+                        continue
+            except _BodyFailed:
+                raise
+            except (TimeoutError, aiohttp.ClientError, json.JSONDecodeError) as exc:
+                if headers_seen and stream:
+                    raise _BodyFailed(str(exc) or type(exc).__name__) from exc
+                status, hdrs, text = None, {}, str(exc)
+                conn = "timeout" if isinstance(exc, asyncio.TimeoutError) else "reset"
+            d = retry.decide(
+                retries_done=retries,
+                now=datetime.now(UTC),
+                rand=self.rng.random,
+                status=status,
+                connection_error=conn if status is None else None,
+                headers=hdrs,
+                honour_retry_after=self.b.honour_retry_after,
+                backoff=self.b.backoff,
+            )
+            allowed = d.retry
+            if status is None and not self.b.retry_connection_errors:
+                allowed = False
+            if status is not None and status >= 500 and not self.b.retry_5xx:
+                allowed = False
+            if not allowed:
+                exhausted = d.retry or retries > 0 or "after" in d.reason
+                msg = f"{d.reason}: {text}" if text else d.reason
+                if retries:
+                    msg += f" (after {retries} retries)"
+                raise _Surface(
+                    d.kind,
+                    msg,
+                    fallback_ok=exhausted
+                    and d.delay_s is None
+                    and (status is None or status in retry.RETRYABLE_STATUSES or status >= 500),
+                )
+            if not self.b.withhold_errors:
+                self.emit({"type": "error", "kind": d.kind, "message": d.reason})
+            retries += 1
+            self.emit(
+                {"type": "retry", "attempt": retries, "delay_s": d.delay_s, "reason": d.reason}
+            )
+            await self._sleep(d.delay_s or 0.0)
+
+    def _parse_full(self, data: Any) -> _Reply | None:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not choices:
+            return None
+        ch = choices[0]
+        msg = ch.get("message") or {}
+        reply = _Reply(
+            msg.get("content") or "",
+            msg.get("reasoning_content") or "",
+            list(msg.get("tool_calls") or []),
+            ch.get("finish_reason"),
+            data.get("usage"),
+            None,
+        )
+        if not (reply.content or reply.reasoning or reply.tool_calls):
+            return None
+        reply.msg_id = self._new_id()
+        self._show(reply)
+        return reply
+
+    def _show(self, r: _Reply) -> None:
+        self.emit(
+            {
+                "type": "message",
+                "id": r.msg_id,
+                "role": "assistant",
+                "text": r.content,
+                "reasoning": r.reasoning or None,
+                "tool_calls": r.tool_calls or None,
+                "meta": False,
+            }
+        )
+
+    async def _read_stream(self, resp: aiohttp.ClientResponse) -> _Reply:
+        r = _Reply("", "", [], None, None, None)
+        calls: dict[int, dict[str, Any]] = {}
+        try:
+            async for event in self._sse(resp):
+                if event == "[DONE]":
+                    break
+                try:
+                    data = json.loads(event)
+                except json.JSONDecodeError as exc:
+                    raise _BodyFailed(f"malformed event: {event[:80]!r}") from exc
+                if not isinstance(data, dict) or "error" in data:
+                    raise _BodyFailed(f"error event: {event[:200]}")
+                if data.get("usage"):
+                    r.usage = data["usage"]
+                for ch in data.get("choices") or []:
+                    delta = ch.get("delta") or {}
+                    r.content += delta.get("content") or ""
+                    r.reasoning += delta.get("reasoning_content") or ""
+                    for tc in delta.get("tool_calls") or []:
+                        slot = calls.setdefault(
+                            tc.get("index", 0),
+                            {
+                                "id": "",
+                                "type": "function",
+                                "function": {"name": "", "arguments": ""},
+                            },
+                        )
+                        slot["id"] = tc.get("id") or slot["id"]
+                        fn = tc.get("function") or {}
+                        slot["function"]["name"] += fn.get("name") or ""
+                        slot["function"]["arguments"] += fn.get("arguments") or ""
+                    if ch.get("finish_reason"):
+                        r.finish_reason = ch["finish_reason"]
+                r.tool_calls = [calls[i] for i in sorted(calls)]
+                if r.content or r.reasoning or r.tool_calls:
+                    r.msg_id = r.msg_id or self._new_id()
+                    self._show(r)
+            if r.finish_reason is None:
+                raise _BodyFailed("stream ended without finish_reason")
+        except _BodyFailed:
+            self._withdraw(r)
+            raise
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            self._withdraw(r)
+            raise _BodyFailed(str(exc) or type(exc).__name__) from exc
+        return r
+
+    def _withdraw(self, r: _Reply) -> None:
+        if r.msg_id is not None and self.b.remove_partial_messages:
+            self.emit({"type": "removed", "id": r.msg_id})
+
+    async def _sse(self, resp: aiohttp.ClientResponse):
+        """Minimal SSE: ``data:`` lines joined by newlines, dispatched on a blank line."""
+        buf: list[str] = []
+        idle = IDLE_TIMEOUT_S * self.scale if self.b.idle_watchdog else None
+        while True:
+            try:
+                raw = await asyncio.wait_for(resp.content.readline(), idle)
+            except TimeoutError as exc:
+                raise _BodyFailed("no data for the idle time limit") from exc
+            if not raw:
+                if buf:
+                    yield "\n".join(buf)
+                return
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if not line:
+                if buf:
+                    yield "\n".join(buf)
+                    buf = []
+            elif line.startswith("data:"):
+                buf.append(line[5:].removeprefix(" "))
+
+    # ---- the turn ----------------------------------------------------------------------
+    async def run(self) -> str:
+        cfg = self.config
+        specs = [
+            ToolSpec(t["name"], t.get("description", ""), t.get("parameters") or {})
+            for t in self.start.get("tools") or []
+        ]
+        tools = ToolBox(
+            specs,
+            hosted_endpoint=self.start.get("tool_endpoint"),
+            workdir=None,
+            time_scale=self.scale,
+            timeout_s=float(cfg.get("tool_timeout_s") or 120),
+            session=self.session,
+            ssl=self.ssl,
+        )
+        messages: list[dict] = list(self.start.get("history") or [])
+        messages.append({"role": "user", "content": self.start.get("prompt", "")})
+        user_limit = cfg.get("max_output_tokens")
+        max_tokens = user_limit or DEFAULT_MAX_TOKENS
+        raised = False
+        counter = TruncationCounter()
+        calls_left = int(cfg.get("max_tool_calls") or 50)
+        model = self.start.get("model", "")
+        for _ in range(calls_left + 20):  # every path bounded
+            body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens}
+            offered = tools.specs_for_request(set())
+            if offered:
+                body["tools"] = offered
+            try:
+                reply = await self.request(body)
+            except _Surface as exc:
+                self.emit({"type": "error", "kind": exc.kind, "message": exc.message})
+                return "error"
+            if reply.usage:
+                for k in self.usage:
+                    self.usage[k] += int(reply.usage.get(k) or 0)
+            truncated = reply.finish_reason == "length"
+            if truncated and not reply.tool_calls:
+                new = raised_limit(user_limit, max_tokens, already_raised=raised)
+                if self.b.output_truncation and new is not None:
+                    # Resend the same messages with a larger limit; this reply is superseded.
+                    raised, max_tokens = True, new
+                    if reply.msg_id:
+                        self.emit({"type": "removed", "id": reply.msg_id})
+                    continue
+                if not self.b.continuation:
+                    return self._done(messages, reply)
+                if not counter.on_truncation(has_tool_calls=False):
+                    self.emit(
+                        {"type": "error", "kind": "output_limit", "message": OUTPUT_LIMIT_ERROR}
+                    )
+                    return "error"
+                self._append(messages, reply)
+                messages.append({"role": "user", "content": CONTINUATION_TEXT})
+                self.emit(
+                    {
+                        "type": "message",
+                        "id": self._new_id(),
+                        "role": "user",
+                        "text": CONTINUATION_TEXT,
+                        "reasoning": None,
+                        "tool_calls": None,
+                        "meta": True,
+                    }
+                )
+                continue
+            if not reply.tool_calls:
+                return self._done(messages, reply)
+            counter.on_tool_calls()
+            self._append(messages, reply)
+            for call in reply.tool_calls:
+                fn = call.get("function") or {}
+                if calls_left <= 0:
+                    self.emit(
+                        {
+                            "type": "error",
+                            "kind": "bad_request",
+                            "message": "Too many tool calls in this turn; stopping.",
+                        }
+                    )
+                    return "error"
+                calls_left -= 1
+                res = await tools.run(
+                    call.get("id", ""),
+                    fn.get("name", ""),
+                    fn.get("arguments") or "{}",
+                    truncated=truncated,
+                )
+                self.emit(
+                    {
+                        "type": "tool",
+                        "call_id": res.call_id,
+                        "name": res.name,
+                        "status": res.status,
+                        "output": res.output,
+                    }
+                )
+                messages.append(
+                    {"role": "tool", "tool_call_id": res.call_id, "content": res.output}
+                )
+        self.emit({"type": "error", "kind": "bad_request", "message": "Turn step limit reached."})
+        return "error"
+
+    def _append(self, messages: list[dict], r: _Reply) -> None:
+        wire = assistant_to_wire(
+            r.content, r.reasoning, r.tool_calls, preserve_reasoning=self.b.reasoning_preservation
+        )
+        if wire is not None:
+            messages.append(wire)
+
+    def _done(self, messages: list[dict], r: _Reply) -> str:
+        self._append(messages, r)
+        return "completed"
+
+
+async def run_protocol(
+    start: dict,
+    emit: Callable[[dict], None],
+    abort: asyncio.Event,
+    *,
+    base_url: str,
+    api_key: str,
+    ca_file: str | None = None,
+    behaviours: Behaviours = Behaviours(),
+    rng: random.Random | None = None,
+) -> str:
+    """Run one turn for ``start``; emits ``hello``, the events, exactly one ``turn_end``.
+
+    Returns the ``turn_end`` reason (``completed``, ``error`` or ``aborted``).
+    """
+    emit(dict(HELLO))
+    ssl_ctx: Any = ssl_mod.create_default_context(cafile=ca_file) if ca_file else None
+    reason = "error"
+    async with aiohttp.ClientSession() as session:
+        turn = _Turn(
+            start,
+            emit,
+            session,
+            base_url=base_url,
+            api_key=api_key,
+            ssl=ssl_ctx,
+            behaviours=behaviours,
+            rng=rng or random.Random(),
+        )
+        task = asyncio.ensure_future(turn.run())
+        stopper = asyncio.ensure_future(abort.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if abort.is_set():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                reason = "aborted"
+            else:
+                try:
+                    reason = task.result()
+                except Exception as exc:  # a bug must still end the turn
+                    emit({"type": "error", "kind": "bad_request", "message": f"agent error: {exc}"})
+                    reason = "error"
+                if turn.usage["prompt_tokens"] or turn.usage["completion_tokens"]:
+                    emit({"type": "usage", **turn.usage})
+        finally:
+            stopper.cancel()
+            if not task.done():
+                task.cancel()
+            emit({"type": "turn_end", "reason": reason})
+    return reason

@@ -1,0 +1,209 @@
+"""run_protocol against a scripted server: retries, stream fallback, continuation, tools, abort."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+from agent_server import Script, json_reply, sse_reply, start_server
+
+from conformance.reference import HELLO, Behaviours, run_protocol
+from conformance.reference.continuation import CONTINUATION_TEXT
+
+KEY = "sk-test-secret"
+
+
+def start_msg(base: str, **extra) -> dict:
+    msg = {
+        "type": "start",
+        "protocol": 1,
+        "model": "m",
+        "prompt": "say hi",
+        "tools": [],
+        "tool_endpoint": f"{base}/tools",
+        "time_scale": 0.001,
+        "config": {"fallback_model": None, "max_output_tokens": None},
+    }
+    msg.update(extra)
+    return msg
+
+
+async def run(script: Script, behaviours: Behaviours = Behaviours(), abort=None, **extra):  # noqa: B008
+    runner, base = await start_server(script)
+    events: list[dict] = []
+    try:
+        reason = await asyncio.wait_for(
+            run_protocol(
+                start_msg(base, **extra),
+                events.append,
+                abort or asyncio.Event(),
+                base_url=f"{base}/v1",
+                api_key=KEY,
+                behaviours=behaviours,
+                rng=random.Random(1),
+            ),
+            10,
+        )
+    finally:
+        await runner.cleanup()
+    assert events[0] == HELLO
+    assert [e["type"] for e in events].count("turn_end") == 1
+    assert events[-1] == {"type": "turn_end", "reason": reason}
+    return reason, events
+
+
+def of(events, kind):
+    return [e for e in events if e["type"] == kind]
+
+
+async def test_RTY_429_then_success_retries_with_unscaled_delay():
+    s = Script(
+        [
+            json_reply({}, status=429, headers={"retry-after": "2"}),
+            sse_reply(
+                [{"content": "hi"}], "stop", usage={"prompt_tokens": 3, "completion_tokens": 1}
+            ),
+        ]
+    )
+    reason, events = await run(s)
+    assert reason == "completed"
+    assert len(s.requests) == 2 and s.requests[0] == s.requests[1]
+    assert of(events, "retry") == [
+        {"type": "retry", "attempt": 1, "delay_s": 2.0, "reason": "HTTP 429: retry-after 2 s"}
+    ]
+    assert of(events, "error") == []
+    assert of(events, "usage") == [{"type": "usage", "prompt_tokens": 3, "completion_tokens": 1}]
+
+
+async def test_RTY_400_not_retried_surfaces_typed_error():
+    s = Script([json_reply({}, status=400)])
+    reason, events = await run(s)
+    assert reason == "error" and len(s.requests) == 1
+    assert of(events, "error")[0]["kind"] == "bad_request"
+
+
+async def test_STR_cut_mid_stream_removes_partial_then_non_stream_resend():
+    s = Script(
+        [
+            sse_reply([{"content": "part"}, {"content": "ial"}], "stop", cut=True),
+            json_reply({"role": "assistant", "content": "whole"}),
+        ]
+    )
+    reason, events = await run(s)
+    assert reason == "completed"
+    assert [r["stream"] for r in s.requests] == [True, False]
+    first, second = dict(s.requests[0]), dict(s.requests[1])
+    first.pop("stream"), second.pop("stream")
+    assert first == second
+    partial_ids = {e["id"] for e in of(events, "message") if e["text"].startswith("part")}
+    assert of(events, "removed") == [{"type": "removed", "id": i} for i in partial_ids]
+    assert of(events, "message")[-1]["text"] == "whole"
+    assert of(events, "error") == []
+
+
+async def test_STR_end_without_finish_reason_falls_back_and_skips_failed_tool_calls():
+    call = {"index": 0, "id": "c1", "function": {"name": "echo", "arguments": "{}"}}
+    s = Script(
+        [
+            sse_reply([{"tool_calls": [call]}], None),
+            json_reply({"role": "assistant", "content": "done"}),
+        ]
+    )
+    tools = [{"name": "echo", "description": "", "parameters": {"type": "object"}}]
+    reason, events = await run(s, tools=tools)
+    assert reason == "completed"
+    assert s.tool_calls == [] and of(events, "tool") == []
+    assert len(of(events, "removed")) == 1
+
+
+async def test_STR_fallback_switched_off_surfaces_stream_error():
+    s = Script([sse_reply([{"content": "x"}], "stop", cut=True)])
+    reason, events = await run(s, behaviours=Behaviours(stream_fallback=False))
+    assert reason == "error" and len(s.requests) == 1
+    assert of(events, "error")[0]["kind"] == "stream"
+
+
+async def test_TRN_length_raises_limit_then_continues_with_meta_message():
+    s = Script(
+        [
+            sse_reply([{"content": "aaa"}], "length"),
+            sse_reply([{"content": "bbb"}], "length"),
+            sse_reply([{"content": "ccc"}], "stop"),
+        ]
+    )
+    reason, events = await run(s)
+    assert reason == "completed"
+    assert [r["max_tokens"] for r in s.requests] == [8192, 32768, 32768]
+    assert s.requests[1]["messages"] == s.requests[0]["messages"]
+    last = s.requests[2]["messages"]
+    assert last[-1] == {"role": "user", "content": CONTINUATION_TEXT}
+    assert last[-2] == {"role": "assistant", "content": "bbb"}
+    meta = [e for e in of(events, "message") if e["meta"]]
+    assert [m["text"] for m in meta] == [CONTINUATION_TEXT]
+
+
+async def test_TRN_fourth_consecutive_truncation_ends_with_output_limit_error():
+    s = Script([sse_reply([{"content": f"p{i}"}], "length") for i in range(5)])
+    reason, events = await run(s)
+    assert reason == "error" and len(s.requests) == 5  # raise once + 3 continuations + last
+    assert of(events, "error")[0]["kind"] == "output_limit"
+
+
+async def test_TOL_tool_call_round_trip():
+    call = {"index": 0, "id": "c1", "function": {"name": "echo", "arguments": '{"x": 1}'}}
+    s = Script(
+        [sse_reply([{"tool_calls": [call]}], "tool_calls"), sse_reply([{"content": "ok"}], "stop")],
+        tools={"echo": "pong"},
+    )
+    tools = [{"name": "echo", "description": "", "parameters": {"type": "object"}}]
+    reason, events = await run(s, tools=tools)
+    assert reason == "completed"
+    assert s.tool_calls == [("echo", {"call_id": "c1", "arguments": {"x": 1}})]
+    assert of(events, "tool") == [
+        {"type": "tool", "call_id": "c1", "name": "echo", "status": "ok", "output": "pong"}
+    ]
+    msgs = s.requests[1]["messages"]
+    assert msgs[-1] == {"role": "tool", "tool_call_id": "c1", "content": "pong"}
+    assert msgs[-2]["tool_calls"][0]["function"]["name"] == "echo"
+    assert s.requests[0]["tools"][0]["function"]["name"] == "echo"
+
+
+async def test_CTL_abort_during_retry_wait_sends_nothing_more():
+    s = Script([json_reply({}, status=429, headers={"retry-after": "30"})])
+    abort = asyncio.Event()
+
+    def emit_hook(e):
+        if e["type"] == "retry":
+            abort.set()
+
+    runner, base = await start_server(s)
+    events: list[dict] = []
+
+    def emit(e):
+        events.append(e)
+        emit_hook(e)
+
+    try:
+        st = start_msg(base, time_scale=1.0)
+        reason = await asyncio.wait_for(
+            run_protocol(st, emit, abort, base_url=f"{base}/v1", api_key=KEY), 5
+        )
+    finally:
+        await runner.cleanup()
+    assert reason == "aborted" and len(s.requests) == 1
+    assert events[-1] == {"type": "turn_end", "reason": "aborted"}
+    assert KEY not in repr(events)
+
+
+@pytest.mark.parametrize("flag", ["honour_retry_after"])
+async def test_behaviour_switch_off_changes_wire(flag):
+    s = Script(
+        [
+            json_reply({}, status=429, headers={"retry-after": "2"}),
+            sse_reply([{"content": "hi"}], "stop"),
+        ]
+    )
+    reason, events = await run(s, behaviours=Behaviours(**{flag: False}))
+    assert reason == "completed"
+    assert of(events, "retry")[0]["delay_s"] != 2.0
