@@ -10,6 +10,7 @@ with SIGKILL before `run` returns, then the threads are joined with a bound.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -32,14 +33,11 @@ _POLL_S = 0.02  # how often the main loop looks at the abort flag
 
 def kill_group(proc: subprocess.Popen) -> None:
     """SIGKILL the process group of `proc` (its own session); ignore if already gone."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
+    # SIGKILL cannot be ignored, so this wait is short; the bound is only a safety net.
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
-        pass
 
 
 class _Reader:
