@@ -82,9 +82,11 @@ async def main() -> None:
                 "prompt": "p",
                 "script": [{"times": n, "reply": REPLY}],
             }
-            s = gw.create_session(sc)
-            g = await _throughput([s.base_url], conc, rounds)
-            b = await _throughput([bare], conc, rounds)
+            g = b = 0.0
+            for _ in range(3):  # alternate and keep the best of 3: the machine is noisy
+                s = gw.create_session(sc)
+                g = max(g, await _throughput([s.base_url], conc, rounds))
+                b = max(b, await _throughput([bare], conc, rounds))
             rows.append(
                 (
                     f"throughput, {conc} stream(s)",

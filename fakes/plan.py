@@ -7,6 +7,7 @@ and how the response ends. The server only carries out a plan, scaling the delay
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,7 +133,7 @@ def make_plan(step: Step, request: dict[str, Any]) -> Plan:
     done = name not in ("finish_without_done",) and (
         name != "end_without_finish" or bool(p.get("done", False))
     )
-    frames = [oc.frame(x) for x in oc.stream_payloads(reply, model, done=done)]
+    frames = _frames(json.dumps(reply, sort_keys=True), model, done)
     plan.headers = dict(SSE_HEADERS)
     plan.full_bytes = sum(len(f) for f in frames)
     chunks = [Chunk(f) for f in frames]
@@ -181,6 +182,13 @@ def make_plan(step: Step, request: dict[str, Any]) -> Plan:
         chunks = [Chunk(c.data, float(p["interval"]) if i else 0.0) for i, c in enumerate(chunks)]
     plan.chunks = chunks
     return plan
+
+
+@functools.lru_cache(maxsize=256)
+def _frames(reply_json: str, model: str, done: bool) -> tuple[bytes, ...]:
+    """Rendered SSE frames, cached: scripts replay the same reply many times."""
+    reply = json.loads(reply_json)
+    return tuple(oc.frame(x) for x in oc.stream_payloads(reply, model, done=done))
 
 
 def _no_choices(plan: Plan, model: str) -> Plan:

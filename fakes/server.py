@@ -300,7 +300,7 @@ class GatewayApp:
             resp.enable_chunked_encoding()
         else:
             resp.content_length = plan.full_bytes
-        sent = bytearray()
+        parts: list[bytes] = []
         try:
             await resp.prepare(request)
             r["t_headers_ns"], r["t_wall_headers"] = time.monotonic_ns(), time.time()
@@ -310,8 +310,8 @@ class GatewayApp:
                     await asyncio.sleep(c.delay * scale)
                 if c.data:
                     await resp.write(c.data)
-                    sent += c.data
-                    r["sent_bytes"] = len(sent)
+                    parts.append(c.data)
+                    r["sent_bytes"] += len(c.data)
                 if c.event:
                     r["events_sent"] += 1
             if plan.ending == "reset":
@@ -326,10 +326,10 @@ class GatewayApp:
         except (ConnectionError, asyncio.CancelledError) as ex:
             r["end"] = "client_gone"
             if isinstance(ex, asyncio.CancelledError):
-                r["sent"] = sent.decode("utf-8", "replace")
+                r["sent"] = b"".join(parts).decode("utf-8", "replace")
                 r["t_end_ns"] = time.monotonic_ns()
                 raise
-        r["sent"] = sent.decode("utf-8", "replace")
+        r["sent"] = b"".join(parts).decode("utf-8", "replace")
         r["t_end_ns"] = time.monotonic_ns()
         return resp
 
