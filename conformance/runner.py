@@ -1,0 +1,236 @@
+"""Run one agent over scenarios against the fake gateway and judge every criterion.
+
+Theory of operation: one gateway serves every scenario of a run, each in its own session. For a
+scenario the runner builds the protocol's ``start`` message, hands the agent a fresh working
+directory and a secret API key, and (when the scenario asks for a user abort) watches the
+gateway's journal to send the abort once the named step's headers are out. After the agent's
+turn it reads the evidence -- the journal first, the agent's events second -- and asks each
+criterion's check for a finding. Capabilities the agent does not declare make a criterion
+UNSUPPORTED before any check runs; a broken or hung agent makes it ERROR or TIMEOUT.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import secrets as _secrets
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from conformance import __version__
+from conformance.adapters.base import Adapter, RunOutcome, RunRequest, redact
+from conformance.catalogue import CATALOGUE, by_id
+from conformance.checks import INVARIANTS, run_check
+from conformance.evidence import Evidence
+from conformance.verdicts import aggregate, verdict_for
+from fakes import Scenario, SyncGateway
+
+__all__ = ["DEFAULT_TIME_SCALE", "run_scenario", "run_suite", "results_document"]
+
+DEFAULT_TIME_SCALE = 0.02
+DEFAULT_DEADLINE_S = 30.0
+# Real seconds added to every deadline: process start-up and scheduling, never a scaled wait.
+DEADLINE_GRACE_S = 5.0
+
+
+def _start_message(scenario: Scenario, session: Any, time_scale: float, debug_dir: Path) -> dict:
+    config = {"fallback_model": None, "max_output_tokens": None, **scenario.config}
+    start = {
+        "type": "start",
+        "protocol": 1,
+        "scenario": scenario.id,
+        "model": "conformance-model",
+        "prompt": scenario.prompt,
+        "tools": scenario.tools,
+        "tool_endpoint": session.tool_endpoint,
+        "time_scale": time_scale,
+        "debug_dir": str(debug_dir),
+        "config": config,
+    }
+    if scenario.history:
+        start["history"] = scenario.history
+    return start
+
+
+def _watch_abort(session: Any, step: int, abort: threading.Event, done: threading.Event) -> None:
+    """Set ``abort`` once the request served by ``step`` has its response headers."""
+    while not done.is_set() and not abort.is_set():
+        for entry in session.journal()["entries"]:
+            resp = entry.get("response") or {}
+            if entry.get("step") == step and resp.get("t_headers_ns"):
+                abort.set()
+                return
+        done.wait(0.002)
+
+
+def _read_debug_files(debug_dir: Path) -> dict[str, str]:
+    files = {}
+    if debug_dir.is_dir():
+        for path in sorted(p for p in debug_dir.rglob("*") if p.is_file()):
+            files[str(path.relative_to(debug_dir))] = path.read_text("utf-8", errors="replace")
+    return files
+
+
+def run_scenario(
+    gateway: SyncGateway,
+    adapter: Adapter,
+    scenario: Scenario,
+    *,
+    time_scale: float = DEFAULT_TIME_SCALE,
+    rerun: str = "",
+) -> tuple[dict, dict[str, dict]]:
+    """Run one scenario; return its results entry and {criterion id: scenario verdict entry}."""
+    caps = adapter.capabilities()
+    scale = time_scale if "time_scale" in caps else 1.0
+    missing = sorted(set(scenario.capabilities) - caps)
+    criteria = list(dict.fromkeys([*scenario.criteria, *INVARIANTS]))
+    api_key = "sk-conformance-" + _secrets.token_hex(16)
+    began = time.monotonic()
+    if missing:
+        outcome = RunOutcome("unsupported", [], None, "", f"needs {', '.join(missing)}")
+        journal: dict = {"entries": []}
+        debug_files: dict[str, str] = {}
+    else:
+        session = gateway.create_session(scenario, time_scale=scale)
+        with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
+            workdir = Path(tmp) / "work"
+            debug_dir = Path(tmp) / "debug"
+            workdir.mkdir()
+            debug_dir.mkdir()
+            deadline = (scenario.deadline or DEFAULT_DEADLINE_S) * max(scale, 0.05)
+            req = RunRequest(
+                start=_start_message(scenario, session, scale, debug_dir),
+                base_url=session.base_url,
+                api_key=api_key,
+                ca_file=gateway.ca_file if scenario.tls else None,
+                workdir=workdir,
+                deadline_s=deadline + DEADLINE_GRACE_S,
+            )
+            done = threading.Event()
+            watcher = None
+            if scenario.abort:
+                watcher = threading.Thread(
+                    target=_watch_abort,
+                    args=(session, int(scenario.abort["when_step"]), req.abort, done),
+                    daemon=True,
+                )
+                watcher.start()
+            try:
+                outcome = adapter.run(req)
+            finally:
+                done.set()
+                if watcher:
+                    watcher.join(1)
+            journal = session.journal()
+            debug_files = _read_debug_files(debug_dir)
+        gateway.drop_session(session.id)
+
+    ev = Evidence(
+        scenario=scenario.raw,
+        journal=journal,
+        events=outcome.events,
+        time_scale=scale,
+        capabilities=caps,
+        debug_files=debug_files,
+        secrets=(api_key,),
+        agent_log=outcome.log,
+    )
+    verdicts: dict[str, dict] = {}
+    for cid in criteria:
+        crit = by_id(cid)
+        if outcome.status in ("error", "timeout"):
+            v, exp, obs = outcome.status.upper(), "the agent ends its turn", outcome.error or ""
+        elif outcome.status == "unsupported" or (crit.capability and crit.capability not in caps):
+            need = crit.capability or ", ".join(missing) or "the scenario"
+            v, exp, obs = "UNSUPPORTED", f"capability {need}", "not declared by the agent"
+        else:
+            finding = run_check(cid, ev)
+            v, exp, obs = verdict_for(crit, finding), finding.expected, finding.observed
+        verdicts[cid] = {
+            "id": scenario.id,
+            "verdict": v,
+            "expected": redact(exp, api_key),
+            "observed": redact(obs, api_key),
+        }
+    entry = {
+        "id": scenario.id,
+        "file": scenario.source,
+        "status": outcome.status,
+        "duration_s": round(time.monotonic() - began, 4),
+        "rerun": rerun,
+        "journal": journal,
+        "events": outcome.events,
+        "agent_log": redact(outcome.log, api_key),
+        "error": redact(outcome.error, api_key) if outcome.error else None,
+    }
+    return entry, verdicts
+
+
+def run_suite(
+    gateway: SyncGateway,
+    adapter: Adapter,
+    scenarios: Iterable[Scenario],
+    *,
+    time_scale: float = DEFAULT_TIME_SCALE,
+    rerun: Callable[[Scenario], str] = lambda s: f"conformance run --scenario {s.source}",
+    progress: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
+) -> dict:
+    """Run ``scenarios`` in order; return the agent's results entry (contracts §4)."""
+    scenarios = list(scenarios)
+    agent: dict[str, Any] = {
+        "name": adapter.name,
+        "adapter": adapter.name,
+        "version": __version__,
+        "capabilities": sorted(adapter.capabilities()),
+        "criteria": {},
+        "scenarios": [],
+    }
+    per_criterion: dict[str, list[dict]] = {}
+    for i, scenario in enumerate(scenarios, 1):
+        if stop is not None and stop.is_set():
+            break
+        entry, verdicts = run_scenario(
+            gateway, adapter, scenario, time_scale=time_scale, rerun=rerun(scenario)
+        )
+        agent["scenarios"].append(entry)
+        for cid, v in verdicts.items():
+            per_criterion.setdefault(cid, []).append(v)
+        if progress:
+            worst = aggregate([v["verdict"] for v in verdicts.values()])
+            progress(f"[{i}/{len(scenarios)}] {scenario.id}: {entry['status']}, worst {worst}")
+    for cid in sorted(per_criterion):
+        runs = per_criterion[cid]
+        agent["criteria"][cid] = {
+            "verdict": aggregate([r["verdict"] for r in runs]),
+            "scenarios": runs,
+        }
+    return agent
+
+
+def results_document(
+    agents: list[dict], *, started: float, time_scale: float, interrupted: bool, command: str
+) -> dict:
+    """Wrap agents' results into the results document of contracts §4."""
+
+    def iso(t: float) -> str:
+        return _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    return {
+        "format": "conformance-results",
+        "version": 1,
+        "run": {
+            "started": iso(started),
+            "finished": iso(time.time()),
+            "time_scale": time_scale,
+            "interrupted": interrupted,
+            "command": command,
+            "harness_version": __version__,
+        },
+        "catalogue": [asdict(c) for c in CATALOGUE],
+        "agents": agents,
+    }
