@@ -35,6 +35,38 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="scenario directory to index (default: the bundled scenarios)",
     )
+    run = sub.add_parser(
+        "run",
+        help="run an agent over the scenarios and judge every criterion",
+        description="Run an agent against the scenarios on a local fake gateway and give a "
+        "verdict per criterion. With no arguments: every bundled scenario against the "
+        "reference agent. Exit status: 0 when no criterion is FAIL, ERROR or TIMEOUT "
+        "(nor NON-STRICT with --strict), 1 otherwise, 2 for bad input, 130 when interrupted.",
+    )
+    run.add_argument(
+        "--agent",
+        default="reference",
+        help="'reference' (in-process) or 'cmd:COMMAND' (a command speaking the adapter "
+        "protocol); default: reference",
+    )
+    run.add_argument(
+        "--scenario",
+        action="append",
+        type=Path,
+        default=None,
+        help="a scenario file or directory (repeatable; default: the bundled criteria scenarios)",
+    )
+    run.add_argument("--report-dir", type=Path, default=Path("conformance-report"))
+    run.add_argument("--results", type=Path, default=None, help="write the results JSON here")
+    run.add_argument(
+        "--time-scale",
+        type=float,
+        default=None,
+        help="multiply every scenario duration by this (default 0.02)",
+    )
+    run.add_argument("--strict", action="store_true", help="NON-STRICT verdicts fail the run")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+
     rep = sub.add_parser(
         "report",
         help="render saved results into HTML, JUnit XML and Markdown",
@@ -87,11 +119,77 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+FAILING = {"FAIL", "ERROR", "TIMEOUT"}
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+    import time
+
+    from conformance.adapters.base import make_adapter
+    from conformance.runner import DEFAULT_TIME_SCALE, results_document, run_suite
+    from fakes import FakesError, Gateway, load_scenarios
+    from reports import render
+    from scenarios import SCENARIO_DIR
+
+    scale = args.time_scale if args.time_scale is not None else DEFAULT_TIME_SCALE
+    if not 0 < scale <= 1:
+        print(f"conformance: --time-scale must be in (0, 1], got {scale}", file=sys.stderr)
+        return 2
+    try:
+        scenarios = []
+        for path in args.scenario or [SCENARIO_DIR / "criteria"]:
+            if not path.exists():
+                raise FakesError(f"{path}: no such scenario file or directory")
+            scenarios += load_scenarios(path)
+        adapter = make_adapter(args.agent)
+    except (FakesError, ValueError) as exc:
+        print(f"conformance: {exc}", file=sys.stderr)
+        return 2
+    if not scenarios:
+        print("conformance: no scenarios found", file=sys.stderr)
+        return 2
+
+    def on_term(signum, frame):  # SIGTERM is handled like Ctrl-C: keep what ran
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    stop = threading.Event()
+    started = time.time()
+    progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    try:
+        with Gateway.running() as gw:
+            agent = run_suite(
+                gw, adapter, scenarios, time_scale=scale, progress=progress, stop=stop
+            )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    command = "conformance " + " ".join(sys.argv[1:]) if sys.argv[1:] else "conformance run"
+    doc = results_document(
+        [agent], started=started, time_scale=scale, interrupted=stop.is_set(), command=command
+    )
+    if args.results:
+        tmp = args.results.with_name(args.results.name + ".tmp")
+        tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.replace(args.results)  # atomic: a reader never sees half a file
+    index = render([doc], args.report_dir)
+    verdicts = [c["verdict"] for c in agent["criteria"].values()]
+    counts = {v: verdicts.count(v) for v in sorted(set(verdicts))}
+    print(", ".join(f"{n} {v}" for v, n in counts.items()) + f"; report: {index}")
+    if stop.is_set():
+        return 130
+    failing = FAILING | ({"NON-STRICT"} if args.strict else set())
+    return 1 if failing & set(verdicts) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "list":
         return _cmd_list(args)
+    if args.command == "run":
+        return _cmd_run(args)
     if args.command == "report":
         # One implementation of the report CLI: the reports package's own.
         from reports.cli import main as report_main

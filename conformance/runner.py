@@ -191,18 +191,23 @@ def run_suite(
         "scenarios": [],
     }
     per_criterion: dict[str, list[dict]] = {}
-    for i, scenario in enumerate(scenarios, 1):
-        if stop is not None and stop.is_set():
-            break
-        entry, verdicts = run_scenario(
-            gateway, adapter, scenario, time_scale=time_scale, rerun=rerun(scenario)
-        )
-        agent["scenarios"].append(entry)
-        for cid, v in verdicts.items():
-            per_criterion.setdefault(cid, []).append(v)
-        if progress:
-            worst = aggregate([v["verdict"] for v in verdicts.values()])
-            progress(f"[{i}/{len(scenarios)}] {scenario.id}: {entry['status']}, worst {worst}")
+    try:
+        for i, scenario in enumerate(scenarios, 1):
+            if stop is not None and stop.is_set():
+                break
+            entry, verdicts = run_scenario(
+                gateway, adapter, scenario, time_scale=time_scale, rerun=rerun(scenario)
+            )
+            agent["scenarios"].append(entry)
+            for cid, v in verdicts.items():
+                per_criterion.setdefault(cid, []).append(v)
+            if progress:
+                worst = aggregate([v["verdict"] for v in verdicts.values()])
+                progress(f"[{i}/{len(scenarios)}] {scenario.id}: {entry['status']}, worst {worst}")
+    except KeyboardInterrupt:
+        # Ctrl-C or SIGTERM: keep what ran; the scenario in flight is dropped whole.
+        if stop is not None:
+            stop.set()
     for cid in sorted(per_criterion):
         runs = per_criterion[cid]
         agent["criteria"][cid] = {
