@@ -1,0 +1,77 @@
+"""End to end: the reference agent over real scenarios, judged from the gateway's wire."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance.adapters.reference import ReferenceAdapter
+from conformance.cli import main
+from conformance.reference import Behaviours
+from conformance.runner import run_scenario
+from fakes import Gateway, load_scenario
+from reports import validate_results
+
+CRITERIA = Path(__file__).resolve().parents[1] / "scenarios" / "criteria"
+
+
+@pytest.fixture(scope="module")
+def gateway():
+    with Gateway.running() as gw:
+        yield gw
+
+
+def test_run_writes_valid_results_and_a_report(tmp_path):
+    results = tmp_path / "results.json"
+    rc = main(
+        [
+            "run",
+            "-q",
+            "--scenario",
+            str(CRITERIA / "rty" / "rty-01-retry-after-seconds.yaml"),
+            "--scenario",
+            str(CRITERIA / "str" / "str-01-cut-mid-text-reset.yaml"),
+            "--results",
+            str(results),
+            "--report-dir",
+            str(tmp_path / "report"),
+        ]
+    )
+    doc = json.loads(results.read_text(encoding="utf-8"))
+    validate_results(doc)
+    agent = doc["agents"][0]
+    assert agent["criteria"]["RTY-01"]["verdict"] == "PASS"
+    assert agent["criteria"]["STR-01"]["verdict"] == "PASS"
+    assert rc == 0
+    assert (tmp_path / "report" / "criteria" / "RTY-01.html").is_file()
+    # The run's secret API key reached the gateway, yet no artifact holds any sk- key.
+    for path in [results, *(tmp_path / "report").rglob("*")]:
+        if path.is_file():
+            assert "sk-conformance-" not in path.read_text(encoding="utf-8", errors="replace")
+
+
+def test_bad_scenario_path_is_a_clear_error(capsys):
+    assert main(["run", "--scenario", "no/such.yaml"]) == 2
+    assert "no/such.yaml" in capsys.readouterr().err
+
+
+# Broken copies of the reference agent: one behaviour off fails the criterion it serves.
+BROKEN = [
+    ("honour_retry_after", "rty/rty-01-retry-after-seconds.yaml", "RTY-01"),
+    ("backoff", "rty/rty-03-backoff-429.yaml", "RTY-03"),
+    ("retry_5xx", "rty/rty-05-status-503.yaml", "RTY-05"),
+    ("stream_fallback", "str/str-01-cut-mid-text-reset.yaml", "STR-01"),
+    ("continuation", "trn/trn-01-length-continuation.yaml", "TRN-01"),
+]
+
+
+@pytest.mark.parametrize(("switch", "scenario", "criterion"), BROKEN)
+def test_broken_copy_fails_its_criterion(gateway, switch, scenario, criterion):
+    sc = load_scenario(CRITERIA / scenario)
+    _, healthy = run_scenario(gateway, ReferenceAdapter(), sc)
+    assert healthy[criterion]["verdict"] == "PASS", healthy[criterion]
+    broken = ReferenceAdapter(Behaviours(**{switch: False}))
+    _, verdicts = run_scenario(gateway, broken, sc)
+    assert verdicts[criterion]["verdict"] == "FAIL", verdicts[criterion]
