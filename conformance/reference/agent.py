@@ -22,6 +22,7 @@ import ssl as ssl_mod
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -43,7 +44,7 @@ HELLO: dict[str, Any] = {
     "type": "hello",
     "agent": "conformance-reference",
     "version": "0.1",
-    "capabilities": ["abort", "tools", "time_scale"],
+    "capabilities": ["abort", "tools", "time_scale", "debug_dump"],
 }
 
 IDLE_TIMEOUT_S = 60.0  # unscaled: no chunk for this long = stream failure
@@ -115,6 +116,8 @@ class _Turn:
         self.scale = float(start.get("time_scale", 1.0) or 1.0)
         self.config = dict(start.get("config") or {})
         self.ids = 0
+        self.dumps = 0
+        self.key = api_key or "\0"
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
     def _new_id(self) -> str:
@@ -160,6 +163,8 @@ class _Turn:
                     if resp.status != 200:
                         text = (await resp.read()).decode("utf-8", "replace")[:500]
                         status, hdrs, conn = resp.status, dict(resp.headers), None
+                        if status == 400:
+                            self._dump(payload, text)
                     elif stream:
                         return await self._read_stream(resp)
                     else:
@@ -211,6 +216,26 @@ class _Turn:
                 {"type": "retry", "attempt": retries, "delay_s": d.delay_s, "reason": d.reason}
             )
             await self._sleep(d.delay_s or 0.0)
+
+    def _dump(self, payload: dict, error: str) -> None:
+        """Debug dump of a rejected request (no headers, so no key); never fails the turn."""
+        debug_dir = self.start.get("debug_dir")
+        if not debug_dir:
+            return
+        self.dumps += 1
+        record = {
+            "messages": payload.get("messages"),
+            "model": payload.get("model"),
+            "config": self.config,
+            "error": error,
+        }
+        try:
+            path = Path(debug_dir)
+            path.mkdir(parents=True, exist_ok=True)
+            text = json.dumps(record, ensure_ascii=False, indent=1).replace(self.key, "[REDACTED]")
+            (path / f"http-400-{self.dumps}.json").write_text(text)
+        except OSError:
+            pass
 
     def _parse_full(self, data: Any) -> _Reply | None:
         choices = data.get("choices") if isinstance(data, dict) else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 
 import pytest
@@ -207,3 +208,16 @@ async def test_behaviour_switch_off_changes_wire(flag):
     reason, events = await run(s, behaviours=Behaviours(**{flag: False}))
     assert reason == "completed"
     assert of(events, "retry")[0]["delay_s"] != 2.0
+
+
+async def test_DBG_01_http_400_writes_redacted_debug_dump(tmp_path):
+    s = Script([json_reply({}, status=400)])
+    reason, events = await run(s, debug_dir=str(tmp_path / "debug"))
+    assert reason == "error"
+    dumps = list((tmp_path / "debug").glob("*.json"))
+    assert len(dumps) == 1
+    record = json.loads(dumps[0].read_text())
+    assert set(record) >= {"messages", "model", "config", "error"}
+    assert record["messages"] == s.requests[0]["messages"]
+    assert "fault" in record["error"]
+    assert KEY not in dumps[0].read_text()
