@@ -51,6 +51,34 @@ IDLE_TIMEOUT_S = 60.0  # unscaled: no chunk for this long = stream failure
 MAX_EMPTY_REPLIES = 3  # bounded retries of empty 200 replies
 
 
+MISSING_RESULT = "[No result: this tool call was interrupted before it returned.]"
+
+
+def repair_history(messages: list[dict]) -> tuple[list[dict], int]:
+    """Add a placeholder result after any tool call left without one; returns (messages, count)."""
+    out: list[dict] = []
+    added = 0
+    i = 0
+    while i < len(messages):
+        msg = messages[i]
+        out.append(msg)
+        i += 1
+        calls = msg.get("tool_calls") if msg.get("role") == "assistant" else None
+        if not calls:
+            continue
+        answered: set[str] = set()
+        while i < len(messages) and messages[i].get("role") == "tool":
+            answered.add(str(messages[i].get("tool_call_id")))
+            out.append(messages[i])
+            i += 1
+        for call in calls:
+            cid = str(call.get("id"))
+            if cid not in answered:
+                out.append({"role": "tool", "tool_call_id": cid, "content": MISSING_RESULT})
+                added += 1
+    return out, added
+
+
 @dataclass(frozen=True)
 class Behaviours:
     """One switch per recovery behaviour; all on. Switching one off breaks only that one."""
@@ -66,6 +94,7 @@ class Behaviours:
     reasoning_preservation: bool = True
     withhold_errors: bool = True
     idle_watchdog: bool = True
+    history_repair: bool = True
 
 
 class _Surface(Exception):
@@ -360,6 +389,22 @@ class _Turn:
             ssl=self.ssl,
         )
         messages: list[dict] = list(self.start.get("history") or [])
+        if self.b.history_repair:
+            repaired, added = repair_history(messages)
+            if added and cfg.get("training_data_mode"):
+                # Fabricated results would poison training data: refuse instead of repairing.
+                self.emit(
+                    {
+                        "type": "error",
+                        "kind": "bad_request",
+                        "message": (
+                            f"History has {added} tool call(s) without results; training-data mode "
+                            "refuses to add placeholder results."
+                        ),
+                    }
+                )
+                return "error"
+            messages = repaired
         messages.append({"role": "user", "content": self.start.get("prompt", "")})
         user_limit = cfg.get("max_output_tokens")
         max_tokens = user_limit or DEFAULT_MAX_TOKENS

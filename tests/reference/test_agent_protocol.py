@@ -221,3 +221,36 @@ async def test_DBG_01_http_400_writes_redacted_debug_dump(tmp_path):
     assert record["messages"] == s.requests[0]["messages"]
     assert "fault" in record["error"]
     assert KEY not in dumps[0].read_text()
+
+
+HISTORY = [
+    {"role": "user", "content": "list files"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "h1", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+            {"id": "h2", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "h1", "content": "a.txt"},
+]
+
+
+async def test_CTX_03_unpaired_tool_calls_get_placeholder_before_sending():
+    s = Script([sse_reply([{"content": "ok"}], "stop")])
+    reason, _ = await run(s, history=HISTORY)
+    assert reason == "completed"
+    sent = s.requests[0]["messages"]
+    assert [m.get("tool_call_id") for m in sent if m["role"] == "tool"] == ["h1", "h2"]
+    assert sent[3]["role"] == "tool" and sent[3]["content"]
+    assert sent[4] == {"role": "user", "content": "say hi"}
+
+
+async def test_CTX_04_training_data_mode_refuses_repair():
+    s = Script([sse_reply([{"content": "ok"}], "stop")])
+    reason, events = await run(
+        s, history=HISTORY, config={"training_data_mode": True, "max_output_tokens": None}
+    )
+    assert reason == "error" and s.requests == []
+    assert "training-data mode" in of(events, "error")[0]["message"]
