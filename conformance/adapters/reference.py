@@ -1,0 +1,105 @@
+"""The reference agent, run in-process through the adapter interface.
+
+Theory of operation: `run_protocol` is a coroutine, so each run gets a fresh event loop on a
+worker thread. The user abort (a threading.Event) is bridged into the loop's asyncio.Event by a
+small watcher thread; the deadline is enforced inside the loop (asyncio.wait_for cancels the
+turn) and, as a safety net, by a bounded join of the worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import traceback
+
+from conformance.adapters.base import RunOutcome, RunRequest, redact, redact_obj
+from conformance.reference import HELLO, Behaviours, run_protocol
+
+__all__ = ["ReferenceAdapter"]
+
+_JOIN_SLACK_S = 2.0  # extra time for the loop to unwind after the in-loop deadline fired
+
+
+class ReferenceAdapter:
+    """The reference agent; pass altered `behaviours` to build deliberately broken copies."""
+
+    def __init__(self, behaviours: Behaviours | None = None, *, name: str = "reference") -> None:
+        self.behaviours = behaviours if behaviours is not None else Behaviours()
+        self.name = name
+
+    def capabilities(self) -> set[str]:
+        return {str(c) for c in HELLO.get("capabilities", [])}
+
+    def run(self, req: RunRequest) -> RunOutcome:
+        events: list[dict] = []
+        state: dict = {"status": "error", "error": None, "log": ""}
+        lock = threading.Lock()
+
+        def emit(event: dict) -> None:
+            ev = dict(event)
+            ev["t_ns"] = time.monotonic_ns()
+            with lock:
+                events.append(ev)
+
+        def worker() -> None:
+            loop = asyncio.new_event_loop()
+            try:
+                state["status"], state["error"] = loop.run_until_complete(self._turn(req, emit))
+            except BaseException:  # the agent's own bug: report it, never raise into the runner
+                state["log"] = traceback.format_exc()
+                state["error"] = "reference agent raised: " + state["log"].strip().splitlines()[-1]
+            finally:
+                loop.close()
+
+        thread = threading.Thread(target=worker, name="reference-agent", daemon=True)
+        thread.start()
+        thread.join(req.deadline_s + _JOIN_SLACK_S)
+        if thread.is_alive():
+            state["status"] = "timeout"
+            state["error"] = f"reference agent did not stop within {req.deadline_s:g} s"
+        with lock:
+            snapshot = list(events)
+        hello = next((e for e in snapshot if e.get("type") == "hello"), None)
+        key = req.api_key
+        return RunOutcome(
+            status=state["status"],
+            events=redact_obj(snapshot, key),
+            hello=redact_obj(hello, key),
+            log=redact(state["log"], key)[:1_000_000],
+            error=redact(state["error"], key) if state["error"] else None,
+        )
+
+    async def _turn(self, req: RunRequest, emit) -> tuple[str, str | None]:
+        loop = asyncio.get_running_loop()
+        abort = asyncio.Event()
+        done = threading.Event()
+
+        def watch() -> None:
+            # Bridge the runner's threading.Event into this loop without blocking it.
+            while not done.is_set():
+                if req.abort.wait(0.01):
+                    loop.call_soon_threadsafe(abort.set)
+                    return
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            await asyncio.wait_for(
+                run_protocol(
+                    req.start,
+                    emit,
+                    abort,
+                    base_url=req.base_url,
+                    api_key=req.api_key,
+                    ca_file=req.ca_file,
+                    behaviours=self.behaviours,
+                ),
+                timeout=req.deadline_s,
+            )
+        except TimeoutError:
+            return "timeout", f"no turn_end within {req.deadline_s:g} s"
+        finally:
+            done.set()
+            watcher.join(1.0)
+        return "ran", None
