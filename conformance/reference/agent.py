@@ -44,7 +44,7 @@ HELLO: dict[str, Any] = {
     "type": "hello",
     "agent": "conformance-reference",
     "version": "0.1",
-    "capabilities": ["abort", "tools", "time_scale", "debug_dump"],
+    "capabilities": ["abort", "tools", "time_scale", "debug_dump", "hooks", "background_requests"],
 }
 
 IDLE_TIMEOUT_S = 60.0  # unscaled: no chunk for this long = stream failure
@@ -503,6 +503,57 @@ class _Turn:
         self._append(messages, r)
         return "completed"
 
+    async def stop_hook(self) -> None:
+        """Call the hosted ``stop_hook`` once; a ``blocked`` error is shown to the user."""
+        endpoint = self.start.get("tool_endpoint")
+        if not endpoint:
+            return
+        url = endpoint.rstrip("/") + "/stop_hook"
+        try:
+            async with self.session.post(
+                url, json={"call_id": "stop_hook", "arguments": {}}, ssl=self.ssl
+            ) as resp:
+                data = await resp.json(content_type=None)
+        except (TimeoutError, aiohttp.ClientError, json.JSONDecodeError):
+            return
+        err = data.get("error") if isinstance(data, dict) else None
+        if isinstance(err, dict) and err.get("type") == "blocked":
+            reason = err.get("message") or "no reason given"
+            self.emit(
+                {
+                    "type": "message",
+                    "id": self._new_id(),
+                    "role": "system",
+                    "text": f"Stop hook blocked: {reason}",
+                    "reasoning": None,
+                    "tool_calls": None,
+                    "meta": False,
+                }
+            )
+
+    async def title(self) -> None:
+        """One auxiliary title request: non-streaming, no tools; a 429/529 is not retried."""
+        body = {
+            "model": self.start.get("model", ""),
+            "stream": False,
+            "max_tokens": 32,
+            "messages": [
+                {
+                    "role": "system",
+                    "content": "Write a short title for this "
+                    "conversation. Reply with the title only.",
+                },
+                {"role": "user", "content": str(self.start.get("prompt", ""))},
+            ],
+        }
+        try:
+            async with self.session.post(
+                self.url, json=body, headers=self.auth, ssl=self.ssl
+            ) as resp:
+                await resp.read()
+        except (TimeoutError, aiohttp.ClientError):
+            pass
+
 
 async def run_protocol(
     start: dict,
@@ -533,7 +584,16 @@ async def run_protocol(
             behaviours=behaviours,
             rng=rng or random.Random(),
         )
-        task = asyncio.ensure_future(turn.run())
+
+        async def whole() -> str:
+            if turn.config.get("background_title"):
+                await turn.title()
+            result = await turn.run()
+            if result == "completed" and turn.config.get("stop_hook"):
+                await turn.stop_hook()
+            return result
+
+        task = asyncio.ensure_future(whole())
         stopper = asyncio.ensure_future(abort.wait())
         try:
             await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)

@@ -8,6 +8,7 @@ import random
 
 import pytest
 from agent_server import Script, json_reply, sse_reply, start_server
+from aiohttp import web
 
 from conformance.reference import HELLO, Behaviours, run_protocol
 from conformance.reference.continuation import CONTINUATION_TEXT
@@ -254,3 +255,27 @@ async def test_CTX_04_training_data_mode_refuses_repair():
     )
     assert reason == "error" and s.requests == []
     assert "training-data mode" in of(events, "error")[0]["message"]
+
+
+async def test_ERR_03_stop_hook_called_once_and_block_shown():
+    s = Script([sse_reply([{"content": "done"}], "stop")])
+
+    async def blocked(request):
+        s.tool_calls.append(("stop_hook", await request.json()))
+        return web.json_response({"error": {"type": "blocked", "message": "tests failing"}})
+
+    s.tool = blocked  # type: ignore[method-assign]
+    reason, events = await run(s, config={"stop_hook": True, "max_output_tokens": None})
+    assert reason == "completed"
+    assert s.tool_calls == [("stop_hook", {"call_id": "stop_hook", "arguments": {}})]
+    assert "tests failing" in of(events, "message")[-1]["text"]
+
+
+async def test_RTY_09_background_title_429_not_retried():
+    s = Script([json_reply({}, status=429), sse_reply([{"content": "hi"}], "stop")])
+    reason, events = await run(s, config={"background_title": True, "max_output_tokens": None})
+    assert reason == "completed" and len(s.requests) == 2
+    title = s.requests[0]
+    assert title["stream"] is False and "tools" not in title
+    assert "title" in json.dumps(title["messages"]).lower()
+    assert of(events, "retry") == [] and of(events, "error") == []
