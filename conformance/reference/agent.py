@@ -44,7 +44,15 @@ HELLO: dict[str, Any] = {
     "type": "hello",
     "agent": "conformance-reference",
     "version": "0.1",
-    "capabilities": ["abort", "tools", "time_scale", "debug_dump", "hooks", "background_requests"],
+    "capabilities": [
+        "abort",
+        "tools",
+        "time_scale",
+        "debug_dump",
+        "hooks",
+        "background_requests",
+        "fallback_model",
+    ],
 }
 
 IDLE_TIMEOUT_S = 60.0  # unscaled: no chunk for this long = stream failure
@@ -79,6 +87,15 @@ def repair_history(messages: list[dict]) -> tuple[list[dict], int]:
     return out, added
 
 
+PRIVATE_FIELDS = ("signature", "reasoning_signature", "thinking_blocks")
+OVERLOADS_BEFORE_FALLBACK = 3
+
+
+def strip_private(messages: list[dict]) -> list[dict]:
+    """History without vendor-private fields, for a different (fallback) model."""
+    return [{k: v for k, v in m.items() if k not in PRIVATE_FIELDS} for m in messages]
+
+
 @dataclass(frozen=True)
 class Behaviours:
     """One switch per recovery behaviour; all on. Switching one off breaks only that one."""
@@ -95,6 +112,7 @@ class Behaviours:
     withhold_errors: bool = True
     idle_watchdog: bool = True
     history_repair: bool = True
+    model_fallback: bool = True
 
 
 class _Surface(Exception):
@@ -146,6 +164,8 @@ class _Turn:
         self.config = dict(start.get("config") or {})
         self.ids = 0
         self.dumps = 0
+        self.model = str(start.get("model", ""))
+        self.overloads = 0
         self.key = api_key or "\0"
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
@@ -211,6 +231,18 @@ class _Turn:
                     raise _BodyFailed(str(exc) or type(exc).__name__) from exc
                 status, hdrs, text = None, {}, str(exc)
                 conn = "timeout" if isinstance(exc, asyncio.TimeoutError) else "reset"
+            self.overloads = self.overloads + 1 if status == 529 else 0
+            fb = self.config.get("fallback_model")
+            if (
+                self.b.model_fallback
+                and fb
+                and self.model != fb
+                and self.overloads >= OVERLOADS_BEFORE_FALLBACK
+            ):
+                # Switch models and resend at once; the new model starts a fresh budget.
+                self.model, self.overloads, retries = str(fb), 0, 0
+                body = {**body, "model": self.model, "messages": strip_private(body["messages"])}
+                continue
             d = retry.decide(
                 retries_done=retries,
                 now=datetime.now(UTC),
@@ -411,9 +443,9 @@ class _Turn:
         raised = False
         counter = TruncationCounter()
         calls_left = int(cfg.get("max_tool_calls") or 50)
-        model = self.start.get("model", "")
         for _ in range(calls_left + 20):  # every path bounded
-            body: dict[str, Any] = {"model": model, "messages": messages, "max_tokens": max_tokens}
+            wire = strip_private(messages) if self.model != self.start.get("model") else messages
+            body: dict[str, Any] = {"model": self.model, "messages": wire, "max_tokens": max_tokens}
             offered = tools.specs_for_request(set())
             if offered:
                 body["tools"] = offered

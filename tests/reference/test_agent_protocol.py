@@ -279,3 +279,26 @@ async def test_RTY_09_background_title_429_not_retried():
     assert title["stream"] is False and "tools" not in title
     assert "title" in json.dumps(title["messages"]).lower()
     assert of(events, "retry") == [] and of(events, "error") == []
+
+
+async def test_MFB_three_overloads_switch_to_fallback_model_without_private_fields():
+    history = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a", "signature": "sig", "thinking_blocks": []},
+    ]
+    s = Script([json_reply({}, status=529)] * 3 + [sse_reply([{"content": "hi"}], "stop")])
+    cfg = {"fallback_model": "backup", "max_output_tokens": None}
+    reason, events = await run(s, history=history, config=cfg)
+    assert reason == "completed"
+    assert [r["model"] for r in s.requests] == ["m", "m", "m", "backup"]
+    assert "signature" in json.dumps(s.requests[0]["messages"])
+    assert "signature" not in json.dumps(s.requests[3]["messages"])
+    assert "thinking_blocks" not in json.dumps(s.requests[3]["messages"])
+
+
+async def test_MFB_switched_off_keeps_model():
+    s = Script([json_reply({}, status=529)] * 3 + [sse_reply([{"content": "hi"}], "stop")])
+    cfg = {"fallback_model": "backup", "max_output_tokens": None}
+    reason, _ = await run(s, behaviours=Behaviours(model_fallback=False), config=cfg)
+    assert reason == "completed"
+    assert [r["model"] for r in s.requests] == ["m"] * 4
