@@ -302,3 +302,45 @@ async def test_MFB_switched_off_keeps_model():
     reason, _ = await run(s, behaviours=Behaviours(model_fallback=False), config=cfg)
     assert reason == "completed"
     assert [r["model"] for r in s.requests] == ["m"] * 4
+
+
+async def test_CTL_abort_mid_stream_never_falls_back():
+    never = asyncio.Event()
+
+    async def hang(request, body):
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        await resp.write(b'data: {"choices": [{"index": 0, "delta": {"content": "par"}}]}\n\n')
+        await never.wait()  # released by cancellation when the test server shuts down
+        return resp
+
+    s = Script([hang, json_reply({"role": "assistant", "content": "x"})])
+    abort = asyncio.Event()
+    runner, base = await start_server(s)
+    events: list[dict] = []
+
+    def emit(e):
+        events.append(e)
+        if e["type"] == "message":
+            abort.set()
+
+    try:
+        reason = await asyncio.wait_for(
+            run_protocol(start_msg(base), emit, abort, base_url=f"{base}/v1", api_key=KEY), 5
+        )
+    finally:
+        never.set()
+        await runner.cleanup()
+    assert reason == "aborted"
+    assert len(s.requests) == 1  # no non-streaming resend after the abort
+    assert [e["type"] for e in events].count("turn_end") == 1
+
+
+async def test_LOP_03_tool_call_cap_ends_turn():
+    call = {"index": 0, "id": "c", "function": {"name": "echo", "arguments": "{}"}}
+    s = Script([sse_reply([{"tool_calls": [call]}], "tool_calls")] * 5, tools={"echo": "x"})
+    tools = [{"name": "echo", "description": "", "parameters": {"type": "object"}}]
+    cfg = {"max_tool_calls": 2, "max_output_tokens": None}
+    reason, events = await run(s, tools=tools, config=cfg)
+    assert reason == "error"
+    assert len(s.tool_calls) == 2 and len(s.requests) == 3
