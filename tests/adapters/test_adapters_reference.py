@@ -97,3 +97,20 @@ def test_reference_abort_is_forwarded(tmp_path):
         timer.join()
     assert out.status == "ran", out.error
     assert out.events[-1] == {**out.events[-1], "type": "turn_end", "reason": "aborted"}
+
+
+def test_openai_sdk_adapter_runs_against_gateway(tmp_path):
+    adapter = make_adapter("openai-sdk")
+    assert adapter.capabilities() == {"tools"}
+    with fakes.Gateway.running() as gw:
+        s = gw.create_session(SIMPLE, time_scale=0.02)
+        out = adapter.run(_request(s, SIMPLE, tmp_path))
+        journal = s.journal()
+    assert out.status == "ran", (out.error, out.log)
+    assert [e["type"] for e in out.events][0] == "hello"
+    assert out.events[-1]["type"] == "turn_end" and out.events[-1]["reason"] == "completed"
+    texts = [e["text"] for e in out.events if e["type"] == "message"]
+    assert texts == ["Hello from the gateway"]
+    for ev in out.events:
+        assert validate_event({k: v for k, v in ev.items() if k != "t_ns"}) is None, ev
+    assert journal
