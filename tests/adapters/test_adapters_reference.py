@@ -114,3 +114,37 @@ def test_openai_sdk_adapter_runs_against_gateway(tmp_path):
     for ev in out.events:
         assert validate_event({k: v for k, v in ev.items() if k != "t_ns"}) is None, ev
     assert journal
+
+
+TOOLS = dict(
+    SIMPLE,
+    id="adapter-tools",
+    tools=[{"name": "write_file", "description": "Write a file", "parameters": {"type": "object"}}],
+    tool_host={"write_file": [{"output": "wrote 2 bytes"}]},
+    script=[
+        {
+            "reply": {
+                "tool_calls": [
+                    {"id": "call_1", "name": "write_file", "arguments": '{"path": "a.txt"}'}
+                ],
+                "finish_reason": "tool_calls",
+            }
+        },
+        {"reply": {"text": "Done."}},
+    ],
+)
+
+
+def test_openai_sdk_adapter_runs_hosted_tools(tmp_path):
+    adapter = make_adapter("openai-sdk")
+    with fakes.Gateway.running() as gw:
+        s = gw.create_session(TOOLS, time_scale=0.02)
+        req = _request(s, TOOLS, tmp_path)
+        req.start["tools"] = TOOLS["tools"]
+        out = adapter.run(req)
+    assert out.status == "ran", (out.error, out.log)
+    tool_events = [e for e in out.events if e["type"] == "tool"]
+    assert [(e["call_id"], e["name"], e["output"]) for e in tool_events] == [
+        ("call_1", "write_file", "wrote 2 bytes")
+    ]
+    assert out.events[-2]["text"] == "Done."
