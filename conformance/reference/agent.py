@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import random
+import re
 import ssl as ssl_mod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ HELLO: dict[str, Any] = {
         "hooks",
         "background_requests",
         "fallback_model",
+        "compaction",
     ],
 }
 
@@ -113,16 +115,33 @@ class Behaviours:
     idle_watchdog: bool = True
     history_repair: bool = True
     model_fallback: bool = True
+    context_recovery: bool = True
 
 
 class _Surface(Exception):
     """A failure recovery could not fix: shown to the user as a typed error."""
 
-    def __init__(self, kind: str, message: str, *, fallback_ok: bool = False) -> None:
+    def __init__(
+        self, kind: str, message: str, *, fallback_ok: bool = False, body: str = ""
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.fallback_ok = fallback_ok
+        self.body = body  # the error reply's text, for context-window recovery
+
+
+_CTX_MAX = re.compile(r"maximum context length is (\d+)")
+_CTX_INPUT = re.compile(r"(\d+) in the messages")
+
+
+def corrected_max_tokens(error_text: str) -> int | None:
+    """RTY-11: a lower ``max_tokens`` that fits the window stated in a 400, or None."""
+    m, i = _CTX_MAX.search(error_text), _CTX_INPUT.search(error_text)
+    if not (m and i):
+        return None
+    room = int(m.group(1)) - int(i.group(1)) - 16  # small margin for counting differences
+    return room if room > 0 else None
 
 
 class _BodyFailed(Exception):
@@ -166,6 +185,7 @@ class _Turn:
         self.dumps = 0
         self.model = str(start.get("model", ""))
         self.overloads = 0
+        self.compaction_failures = 0
         self.key = api_key or "\0"
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
 
@@ -264,8 +284,9 @@ class _Turn:
                 if retries:
                     msg += f" (after {retries} retries)"
                 raise _Surface(
-                    d.kind,
+                    "prompt_too_long" if "context_length_exceeded" in text else d.kind,
                     msg,
+                    body=text,
                     fallback_ok=exhausted
                     and d.delay_s is None
                     and (status is None or status in retry.RETRYABLE_STATUSES or status >= 500),
@@ -440,7 +461,7 @@ class _Turn:
         messages.append({"role": "user", "content": self.start.get("prompt", "")})
         user_limit = cfg.get("max_output_tokens")
         max_tokens = user_limit or DEFAULT_MAX_TOKENS
-        raised = False
+        raised = lowered = compacted = False
         counter = TruncationCounter()
         calls_left = int(cfg.get("max_tool_calls") or 50)
         for _ in range(calls_left + 20):  # every path bounded
@@ -452,6 +473,28 @@ class _Turn:
             try:
                 reply = await self.request(body)
             except _Surface as exc:
+                fixed = corrected_max_tokens(exc.body) if self.b.context_recovery else None
+                if fixed is not None and fixed < max_tokens and not lowered:
+                    max_tokens, lowered = fixed, True
+                    continue
+                if (
+                    exc.kind == "prompt_too_long"
+                    and self.b.context_recovery
+                    and not compacted
+                    and self.compaction_failures < 3
+                ):
+                    compacted = True  # one reactive compaction per user turn
+                    summary = await self.compact(messages)
+                    if summary is not None:
+                        messages = [
+                            {
+                                "role": "user",
+                                "content": f"Summary of the conversation so far:\n{summary}",
+                            },
+                            {"role": "assistant", "content": "Understood."},
+                            {"role": "user", "content": self.start.get("prompt", "")},
+                        ]
+                        continue
                 self.emit({"type": "error", "kind": exc.kind, "message": exc.message})
                 return "error"
             if reply.usage:
@@ -562,6 +605,34 @@ class _Turn:
                     "meta": False,
                 }
             )
+
+    async def compact(self, messages: list[dict]) -> str | None:
+        """A summarize request (no tools, non-streaming); the summary or None on failure."""
+        body = {
+            "model": self.model,
+            "stream": False,
+            "max_tokens": 2048,
+            "messages": [
+                {"role": "system", "content": "Summarize the conversation below concisely."},
+                {"role": "user", "content": json.dumps(messages, ensure_ascii=False)[-200000:]},
+            ],
+        }
+        try:
+            async with self.session.post(
+                self.url, json=body, headers=self.auth, ssl=self.ssl
+            ) as resp:
+                data = await resp.json(content_type=None) if resp.status == 200 else None
+        except (TimeoutError, aiohttp.ClientError, json.JSONDecodeError):
+            data = None
+        try:
+            text = data["choices"][0]["message"]["content"]  # type: ignore[index]
+        except (TypeError, KeyError, IndexError):
+            text = None
+        if not text:
+            self.compaction_failures += 1
+            return None
+        self.compaction_failures = 0
+        return str(text)
 
     async def title(self) -> None:
         """One auxiliary title request: non-streaming, no tools; a 429/529 is not retried."""

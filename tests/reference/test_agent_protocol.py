@@ -344,3 +344,52 @@ async def test_LOP_03_tool_call_cap_ends_turn():
     reason, events = await run(s, tools=tools, config=cfg)
     assert reason == "error"
     assert len(s.tool_calls) == 2 and len(s.requests) == 3
+
+
+def error_400(message: str, code: str | None = None):
+    async def handler(request, body):
+        err = {"message": message, "type": "invalid_request_error", "code": code}
+        return web.json_response({"error": err}, status=400)
+
+    return handler
+
+
+async def test_RTY_11_window_overflow_lowers_max_tokens_and_retries():
+    msg = (
+        "This model's maximum context length is 10000 tokens. However, you requested 13192 "
+        "tokens (5000 in the messages, 8192 in the completion)."
+    )
+    s = Script([error_400(msg), sse_reply([{"content": "hi"}], "stop")])
+    reason, events = await run(s)
+    assert reason == "completed"
+    assert s.requests[0]["max_tokens"] == 8192
+    assert 0 < s.requests[1]["max_tokens"] <= 10000 - 5000
+    assert s.requests[1]["messages"] == s.requests[0]["messages"]
+
+
+async def test_CTX_prompt_too_long_compacts_once_then_retries():
+    s = Script(
+        [
+            error_400("prompt is too long", "context_length_exceeded"),
+            json_reply({"role": "assistant", "content": "SUMMARY-TEXT"}),
+            sse_reply([{"content": "hi"}], "stop"),
+        ]
+    )
+    reason, events = await run(s)
+    assert reason == "completed"
+    compaction = s.requests[1]
+    assert "tools" not in compaction and "summarize" in json.dumps(compaction).lower()
+    assert "SUMMARY-TEXT" in json.dumps(s.requests[2]["messages"])
+
+
+async def test_CTX_overflow_again_surfaces_original_error():
+    s = Script(
+        [
+            error_400("prompt is too long", "context_length_exceeded"),
+            json_reply({"role": "assistant", "content": "S"}),
+            error_400("prompt is too long", "context_length_exceeded"),
+        ]
+    )
+    reason, events = await run(s)
+    assert reason == "error" and len(s.requests) == 3
+    assert [e["kind"] for e in of(events, "error")] == ["prompt_too_long"]
