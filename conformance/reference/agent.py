@@ -37,6 +37,7 @@ from .continuation import (
     assistant_to_wire,
     raised_limit,
 )
+from .loops import LoopDetector
 from .toolbox import ToolBox, ToolSpec
 
 __all__ = ["HELLO", "Behaviours", "run_protocol"]
@@ -116,6 +117,7 @@ class Behaviours:
     history_repair: bool = True
     model_fallback: bool = True
     context_recovery: bool = True
+    loop_detection: bool = True
 
 
 class _Surface(Exception):
@@ -432,6 +434,11 @@ class _Turn:
             ToolSpec(t["name"], t.get("description", ""), t.get("parameters") or {})
             for t in self.start.get("tools") or []
         ]
+        debug_dir = self.start.get("debug_dir")
+        log_path = Path(debug_dir) / "tool-calls.jsonl" if debug_dir else None
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+        loops = LoopDetector()
         tools = ToolBox(
             specs,
             hosted_endpoint=self.start.get("tool_endpoint"),
@@ -440,6 +447,7 @@ class _Turn:
             timeout_s=float(cfg.get("tool_timeout_s") or 120),
             session=self.session,
             ssl=self.ssl,
+            log_path=log_path,
         )
         messages: list[dict] = list(self.start.get("history") or [])
         if self.b.history_repair:
@@ -467,11 +475,13 @@ class _Turn:
         for _ in range(calls_left + 20):  # every path bounded
             wire = strip_private(messages) if self.model != self.start.get("model") else messages
             body: dict[str, Any] = {"model": self.model, "messages": wire, "max_tokens": max_tokens}
-            offered = tools.specs_for_request(set())
+            blocked = loops.blocked_tools() if self.b.loop_detection else set()
+            offered = tools.specs_for_request(blocked)
             if offered:
                 body["tools"] = offered
             try:
                 reply = await self.request(body)
+                loops.on_request_sent()
             except _Surface as exc:
                 fixed = corrected_max_tokens(exc.body) if self.b.context_recovery else None
                 if fixed is not None and fixed < max_tokens and not lowered:
@@ -534,6 +544,7 @@ class _Turn:
                 return self._done(messages, reply)
             counter.on_tool_calls()
             self._append(messages, reply)
+            reminders: list[str] = []
             for call in reply.tool_calls:
                 fn = call.get("function") or {}
                 if calls_left <= 0:
@@ -563,6 +574,24 @@ class _Turn:
                 )
                 messages.append(
                     {"role": "tool", "tool_call_id": res.call_id, "content": res.output}
+                )
+                if self.b.loop_detection:
+                    note = loops.record_tool(res.name, fn.get("arguments"), res.is_error)
+                    if note:
+                        reminders.append(note)
+            for note in reminders:
+                # After all tool results, so the call/result pairing stays intact.
+                messages.append({"role": "user", "content": note})
+                self.emit(
+                    {
+                        "type": "message",
+                        "id": self._new_id(),
+                        "role": "user",
+                        "text": note,
+                        "reasoning": None,
+                        "tool_calls": None,
+                        "meta": True,
+                    }
                 )
         self.emit({"type": "error", "kind": "bad_request", "message": "Turn step limit reached."})
         return "error"

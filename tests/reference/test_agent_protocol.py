@@ -393,3 +393,26 @@ async def test_CTX_overflow_again_surfaces_original_error():
     reason, events = await run(s)
     assert reason == "error" and len(s.requests) == 3
     assert [e["kind"] for e in of(events, "error")] == ["prompt_too_long"]
+
+
+async def test_LOP_01_repeated_failing_call_gets_same_arguments_reminder(tmp_path):
+    call = {"index": 0, "id": "c", "function": {"name": "echo", "arguments": '{"x": 1}'}}
+    s = Script(
+        [sse_reply([{"tool_calls": [call]}], "tool_calls")] * 3
+        + [sse_reply([{"content": "giving up"}], "stop")]
+    )
+
+    async def failing(request):
+        s.tool_calls.append(("echo", await request.json()))
+        return web.json_response({"error": {"type": "execution_error", "message": "boom"}})
+
+    s.tool = failing  # type: ignore[method-assign]
+    tools = [{"name": "echo", "description": "", "parameters": {"type": "object"}}]
+    reason, events = await run(s, tools=tools, debug_dir=str(tmp_path / "d"))
+    assert reason == "completed" and len(s.requests) == 4
+    after = s.requests[3]["messages"]
+    assert after[-1]["role"] == "user"
+    assert "echo" in after[-1]["content"] and "same arguments" in after[-1]["content"]
+    assert "same arguments" not in json.dumps(s.requests[2]["messages"])
+    lines = (tmp_path / "d" / "tool-calls.jsonl").read_text().splitlines()
+    assert len(lines) == 3  # DBG-03: one record per tool call
