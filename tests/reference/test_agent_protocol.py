@@ -416,3 +416,29 @@ async def test_LOP_01_repeated_failing_call_gets_same_arguments_reminder(tmp_pat
     assert "same arguments" not in json.dumps(s.requests[2]["messages"])
     lines = (tmp_path / "d" / "tool-calls.jsonl").read_text().splitlines()
     assert len(lines) == 3  # DBG-03: one record per tool call
+
+
+async def test_switch_remove_partial_messages_off_keeps_partial_but_still_falls_back():
+    s = Script(
+        [
+            sse_reply([{"content": "part"}], "stop", cut=True),
+            json_reply({"role": "assistant", "content": "whole"}),
+        ]
+    )
+    reason, events = await run(s, behaviours=Behaviours(remove_partial_messages=False))
+    assert reason == "completed" and [r["stream"] for r in s.requests] == [True, False]
+    assert of(events, "removed") == []
+
+
+async def test_switch_continuation_off_ends_after_truncation():
+    s = Script([sse_reply([{"content": "a"}], "length")])
+    cfg = {"max_output_tokens": 100}
+    reason, events = await run(s, behaviours=Behaviours(continuation=False), config=cfg)
+    assert reason == "completed" and len(s.requests) == 1
+    assert [e for e in of(events, "message") if e["meta"]] == []
+
+
+async def test_switch_backoff_off_retries_immediately():
+    s = Script([json_reply({}, status=503), sse_reply([{"content": "hi"}], "stop")])
+    reason, events = await run(s, behaviours=Behaviours(backoff=False))
+    assert reason == "completed" and of(events, "retry")[0]["delay_s"] == 0.0
