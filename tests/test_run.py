@@ -75,3 +75,20 @@ def test_broken_copy_fails_its_criterion(gateway, switch, scenario, criterion):
     broken = ReferenceAdapter(Behaviours(**{switch: False}))
     _, verdicts = run_scenario(gateway, broken, sc)
     assert verdicts[criterion]["verdict"] == "FAIL", verdicts[criterion]
+
+
+@pytest.mark.parametrize(
+    "scenario", ["rty/rty-01-retry-after-seconds.yaml", "str/str-01-cut-mid-text-reset.yaml"]
+)
+def test_protocol_front_end_gets_the_in_process_verdicts(gateway, scenario):
+    import sys
+
+    from conformance.adapters import make_adapter
+
+    sc = load_scenario(CRITERIA / scenario)
+    _, in_process = run_scenario(gateway, ReferenceAdapter(), sc)
+    command = make_adapter(f"cmd:{sys.executable} -m conformance.reference adapter")
+    _, outside = run_scenario(gateway, command, sc)
+    assert {k: v["verdict"] for k, v in outside.items()} == {
+        k: v["verdict"] for k, v in in_process.items()
+    }

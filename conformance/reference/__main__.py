@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from .agent import run_protocol
+from .agent import HELLO, run_protocol
 
 __all__ = ["main"]
 
@@ -26,7 +26,11 @@ async def _adapter() -> int:
         sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 
+    # hello first, before the start line: a harness may probe capabilities without a turn.
+    emit(dict(HELLO))
     line = await reader.readline()
+    if not line:
+        return 0  # stdin closed after the probe: nothing to run
     try:
         start = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -54,7 +58,7 @@ async def _adapter() -> int:
     try:
         await run_protocol(
             start,
-            emit,
+            lambda event: None if event.get("type") == "hello" else emit(event),
             abort,
             base_url=base_url,
             api_key=os.environ.get("OPENAI_API_KEY", ""),
