@@ -19,16 +19,21 @@ def fake_gateway() -> Iterator[SyncGateway]:
         yield gw
 
 
-@pytest.fixture
-def gateway_session(fake_gateway: SyncGateway) -> Iterator[Callable[..., Session]]:
-    """Factory: ``gateway_session(scenario, time_scale=0.001)`` -> fresh Session."""
+def sessions_on(gw: SyncGateway) -> Iterator[Callable[..., Session]]:
+    """Yield a session factory on ``gw``; drop every session it made afterwards."""
     made: list[Session] = []
 
     def make(scenario: Any, time_scale: float = 0.001) -> Session:
-        s = fake_gateway.create_session(scenario, time_scale=time_scale)
+        s = gw.create_session(scenario, time_scale=time_scale)
         made.append(s)
         return s
 
     yield make
     for s in made:
-        fake_gateway.drop_session(s.id)
+        gw.drop_session(s.id)
+
+
+@pytest.fixture
+def gateway_session(fake_gateway: SyncGateway) -> Iterator[Callable[..., Session]]:
+    """Factory: ``gateway_session(scenario, time_scale=0.001)`` -> fresh Session."""
+    yield from sessions_on(fake_gateway)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from fakes import Gateway, Session, SyncGateway
-from fakes.pytest_plugin import fake_gateway
+from fakes.pytest_plugin import fake_gateway, sessions_on  # noqa: F401 (fixture)
 
 __all__ = ["fake_gateway", "tls_gateway", "gw", "gateway_session", "client"]
 
@@ -28,16 +28,7 @@ def gw(request: Any, fake_gateway: SyncGateway, tls_gateway: SyncGateway) -> Syn
 
 @pytest.fixture
 def gateway_session(gw: SyncGateway) -> Iterator[Callable[..., Session]]:
-    made: list[Session] = []
-
-    def make(scenario: Any, time_scale: float = 0.001) -> Session:
-        s = gw.create_session(scenario, time_scale=time_scale)
-        made.append(s)
-        return s
-
-    yield make
-    for s in made:
-        gw.drop_session(s.id)
+    yield from sessions_on(gw)
 
 
 @pytest.fixture
