@@ -37,6 +37,15 @@ DEFAULT_DEADLINE_S = 30.0
 DEADLINE_GRACE_S = 5.0
 
 
+def _display_path(source: str) -> str:
+    """A scenario's path relative to the working directory when under it, for rerun lines."""
+    path = Path(source)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except (ValueError, OSError):
+        return source
+
+
 def _start_message(scenario: Scenario, session: Any, time_scale: float, debug_dir: Path) -> dict:
     config = {"fallback_model": None, "max_output_tokens": None, **scenario.config}
     start = {
@@ -158,7 +167,7 @@ def run_scenario(
         }
     entry = {
         "id": scenario.id,
-        "file": scenario.source,
+        "file": _display_path(scenario.source),
         "status": outcome.status,
         "duration_s": round(time.monotonic() - began, 4),
         "rerun": rerun,
@@ -176,7 +185,9 @@ def run_suite(
     scenarios: Iterable[Scenario],
     *,
     time_scale: float = DEFAULT_TIME_SCALE,
-    rerun: Callable[[Scenario], str] = lambda s: f"conformance run --scenario {s.source}",
+    rerun: Callable[[Scenario], str] = lambda s: (
+        f"conformance run --scenario {_display_path(s.source)}"
+    ),
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
 ) -> dict:
