@@ -92,3 +92,41 @@ def test_protocol_front_end_gets_the_in_process_verdicts(gateway, scenario):
     assert {k: v["verdict"] for k, v in outside.items()} == {
         k: v["verdict"] for k, v in in_process.items()
     }
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_signalled_run_leaves_a_valid_report_of_what_ran(tmp_path, signame):
+    import signal
+    import subprocess
+    import sys
+
+    results, report = tmp_path / "results.json", tmp_path / "report"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "conformance",
+            "run",
+            "--scenario",
+            str(CRITERIA / "rty"),
+            "--results",
+            str(results),
+            "--report-dir",
+            str(report),
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    first = proc.stderr.readline()  # the first progress line: one scenario has run
+    assert first.startswith("[1/"), first
+    proc.send_signal(getattr(signal, signame))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    doc = json.loads(results.read_text(encoding="utf-8"))
+    validate_results(doc)
+    assert doc["run"]["interrupted"] is True
+    ran = [s["id"] for s in doc["agents"][0]["scenarios"]]
+    assert 1 <= len(ran) < len(list((CRITERIA / "rty").glob("*.yaml")))
+    index = (report / "index.html").read_text(encoding="utf-8")
+    assert "Interrupted run" in index and ran[0] in index
