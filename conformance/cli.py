@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -122,7 +123,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 FAILING = {"FAIL", "ERROR", "TIMEOUT"}
 
 
-def _cmd_run(args: argparse.Namespace) -> int:
+def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
     import signal
     import threading
     import time
@@ -165,7 +166,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             )
     finally:
         signal.signal(signal.SIGTERM, previous)
-    command = "conformance " + " ".join(sys.argv[1:]) if sys.argv[1:] else "conformance run"
+    # The words this run was given, not the host process's argv (main may run in-process).
+    command = "conformance " + shlex.join(words)
     doc = results_document(
         [agent], started=started, time_scale=scale, interrupted=stop.is_set(), command=command
     )
@@ -189,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         return _cmd_list(args)
     if args.command == "run":
-        return _cmd_run(args)
+        return _cmd_run(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "report":
         # One implementation of the report CLI: the reports package's own.
         from reports.cli import main as report_main

@@ -130,3 +130,26 @@ def test_a_signalled_run_leaves_a_valid_report_of_what_ran(tmp_path, signame):
     assert 1 <= len(ran) < len(list((CRITERIA / "rty").glob("*.yaml")))
     index = (report / "index.html").read_text(encoding="utf-8")
     assert "Interrupted run" in index and ran[0] in index
+
+
+def test_results_record_the_command_that_ran(tmp_path):
+    results = tmp_path / "r.json"
+    words = [
+        "run",
+        "-q",
+        "--scenario",
+        str(CRITERIA / "str" / "str-09-healthy-stream.yaml"),
+        "--results",
+        str(results),
+        "--report-dir",
+        str(tmp_path / "rep"),
+    ]
+    assert main(words) == 0
+    command = json.loads(results.read_text(encoding="utf-8"))["run"]["command"]
+    assert command.startswith("conformance run -q --scenario ")
+    assert command.endswith(
+        "str-09-healthy-stream.yaml --results "
+        + str(results)
+        + " --report-dir "
+        + str(tmp_path / "rep")
+    )
