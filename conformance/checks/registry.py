@@ -5,7 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from conformance.catalogue import by_id
-from conformance.checks import ctl, dbg, invariants, rty, str_, tol, trn
+from conformance.checks import (
+    ctl,
+    ctx,
+    dbg,
+    err,
+    fmt,
+    invariants,
+    lop,
+    mfb,
+    rsn,
+    rty,
+    str_,
+    tjs,
+    tol,
+    trn,
+)
 from conformance.checks.finding import Finding
 from conformance.evidence import Evidence
 
@@ -14,7 +29,7 @@ __all__ = ["CHECKS", "INVARIANTS", "check_for", "run_check"]
 Check = Callable[[Evidence], Finding]
 
 CHECKS: dict[str, Check] = {}
-for _module in (rty, str_, trn, tol, dbg, ctl, invariants):
+for _module in (rty, str_, trn, rsn, tjs, tol, fmt, lop, ctx, mfb, err, dbg, ctl, invariants):
     CHECKS.update(_module.CHECKS)
 
 # Checks applied to every scenario run, whatever criteria it lists (filled as areas land).

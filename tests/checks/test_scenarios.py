@@ -25,7 +25,21 @@ def test_scenario_loads_and_names_known_criteria(path: Path) -> None:
     assert sc.criteria, f"{path.name} names no criteria"
     for cid in sc.criteria:
         by_id(cid)
-    assert path.parent.name in {"rty", "str", "trn", "tol", "dbg", "ctl"}
+    assert path.parent.name in {
+        "rty",
+        "str",
+        "trn",
+        "rsn",
+        "tjs",
+        "tol",
+        "fmt",
+        "lop",
+        "ctx",
+        "mfb",
+        "err",
+        "dbg",
+        "ctl",
+    }
 
 
 def test_every_check_has_a_scenario() -> None:
