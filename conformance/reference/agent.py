@@ -190,6 +190,7 @@ class _Turn:
         self.compaction_failures = 0
         self.key = api_key or "\0"
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        self.workdir: Path | None = None
 
     def _new_id(self) -> str:
         self.ids += 1
@@ -442,7 +443,7 @@ class _Turn:
         tools = ToolBox(
             specs,
             hosted_endpoint=self.start.get("tool_endpoint"),
-            workdir=None,
+            workdir=self.workdir,
             time_scale=self.scale,
             timeout_s=float(cfg.get("tool_timeout_s") or 120),
             session=self.session,
@@ -697,6 +698,7 @@ async def run_protocol(
     ca_file: str | None = None,
     behaviours: Behaviours = Behaviours(),
     rng: random.Random | None = None,
+    workdir: Path | None = None,
 ) -> str:
     """Run one turn for ``start``; emits ``hello``, the events, exactly one ``turn_end``.
 
@@ -716,6 +718,7 @@ async def run_protocol(
             behaviours=behaviours,
             rng=rng or random.Random(),
         )
+        turn.workdir = workdir  # local tools (read, write, edit, list, grep, shell) confined here
 
         async def whole() -> str:
             if turn.config.get("background_title"):
