@@ -1,4 +1,4 @@
-"""Benchmark of the fake gateway (not a test): ``python bench/gateway_bench.py``.
+"""Benchmark of the fake gateway (not a test): ``python bench/gateway_bench.py [REPEATS]``.
 
 1. Streaming throughput (events/s) of the gateway vs a bare aiohttp handler writing the same
    SSE bytes, at 1 and 100 concurrent streams.
@@ -26,6 +26,7 @@ REPLY = {"text": "x" * 2000, "chunk_chars": 4, "finish_reason": "stop"}
 BODY = {"model": "m", "messages": [], "stream": True}
 SSE = b"".join(oc.frame(p) for p in oc.stream_payloads(REPLY, "m"))
 N_EVENTS = SSE.count(b"\n\n")
+REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 15
 
 
 async def _bare_server() -> tuple[web.AppRunner, str]:
@@ -82,17 +83,22 @@ async def main() -> None:
                 "prompt": "p",
                 "script": [{"times": n, "reply": REPLY}],
             }
-            g = b = 0.0
-            for _ in range(3):  # alternate and keep the best of 3: the machine is noisy
+            # Alternate gateway and bare runs and judge the median of the paired ratios: on a
+            # shared machine a single pair swings by +-10 %, a median of many pairs does not.
+            gs, bs = [], []
+            for _ in range(REPEATS):
                 s = gw.create_session(sc)
-                g = max(g, await _throughput([s.base_url], conc, rounds))
-                b = max(b, await _throughput([bare], conc, rounds))
+                gs.append(await _throughput([s.base_url], conc, rounds))
+                bs.append(await _throughput([bare], conc, rounds))
+                gw.drop_session(s.id)
+            ratios = sorted(g / b for g, b in zip(gs, bs, strict=True))
             rows.append(
                 (
                     f"throughput, {conc} stream(s)",
-                    f"{g:,.0f} ev/s",
-                    f"{b:,.0f} ev/s",
-                    f"ratio {g / b:.2f}",
+                    f"{statistics.median(gs):,.0f} ev/s",
+                    f"{statistics.median(bs):,.0f} ev/s",
+                    f"ratio median {statistics.median(ratios):.2f}"
+                    f" (min {ratios[0]:.2f}, max {ratios[-1]:.2f}, {REPEATS} pairs)",
                 )
             )
         # stall fidelity

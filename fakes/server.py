@@ -305,15 +305,22 @@ class GatewayApp:
             await resp.prepare(request)
             r["t_headers_ns"], r["t_wall_headers"] = time.monotonic_ns(), time.time()
             r["headers"] = redact_headers(resp.headers)
-            for c in plan.chunks:
-                if c.delay:
-                    await asyncio.sleep(c.delay * scale)
-                if c.data:
-                    await resp.write(c.data)
-                    parts.append(c.data)
-                    r["sent_bytes"] += len(c.data)
-                if c.event:
-                    r["events_sent"] += 1
+            # Counters live in locals and reach the journal before every wait and at the end:
+            # the journal is exact whenever another task can read it, at a fraction of the cost.
+            nbytes = events = 0
+            try:
+                for c in plan.chunks:
+                    if c.delay:
+                        r["sent_bytes"], r["events_sent"] = nbytes, events
+                        await asyncio.sleep(c.delay * scale)
+                    if c.data:
+                        await resp.write(c.data)
+                        parts.append(c.data)
+                        nbytes += len(c.data)
+                    if c.event:
+                        events += 1
+            finally:
+                r["sent_bytes"], r["events_sent"] = nbytes, events
             if plan.ending == "reset":
                 _rst(transport)
                 r["end"] = "reset"
