@@ -78,7 +78,11 @@ class Gateway:
         return fn()
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.app.app, access_log=None, handle_signals=False)
+        # A fault gateway owes no grace to requests it is holding (a 600 s delay_headers, a
+        # stall): shutting down cancels them at once instead of waiting aiohttp's default 60 s.
+        self._runner = web.AppRunner(
+            self.app.app, access_log=None, handle_signals=False, shutdown_timeout=0.1
+        )
         await self._runner.setup()
         ctx = self._ssl_context() if self.tls else None
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx)

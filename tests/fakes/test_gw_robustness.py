@@ -147,3 +147,36 @@ def test_tool_host_behaviours_in_order_last_repeats(gateway_session, client):
     behaviours = [e["behaviour"] for e in s.journal()["entries"]]
     assert behaviours[-2:] == ["large_output", "large_output"]
     assert client.post(s.tool_endpoint + "/nope", json={}).status_code == 500
+
+
+def test_stop_does_not_wait_for_a_held_request():
+    """A request held by a long delay_headers does not keep the gateway from stopping."""
+    import threading
+    import time
+
+    import httpx
+
+    from fakes import Gateway
+
+    gw = Gateway.running()
+    sync = gw.__enter__()
+    s = sync.create_session(
+        scenario({"reply": REPLY, "fault": {"delay_headers": {"seconds": 600}}}), time_scale=1.0
+    )
+    outcome: list[object] = []
+
+    def client() -> None:
+        try:
+            httpx.post(s.base_url + "/chat/completions", json={"messages": []}, timeout=30)
+        except httpx.HTTPError as exc:
+            outcome.append(exc)
+
+    t = threading.Thread(target=client, daemon=True)
+    t.start()
+    s.wait_for(lambda j: len(j["entries"]) == 1, timeout=10)
+    t0 = time.monotonic()
+    gw.__exit__(None, None, None)
+    # Far below the 600 s hold and aiohttp's 60 s default grace; generous for a loaded machine.
+    assert time.monotonic() - t0 < 10
+    t.join(timeout=10)
+    assert not t.is_alive() and outcome, "the held client was released with an error"
