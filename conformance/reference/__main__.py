@@ -1,8 +1,12 @@
-"""Front end: ``python -m conformance.reference adapter`` speaks the adapter protocol on stdio.
+"""Front ends of the reference agent.
 
-Reads the ``start`` line from stdin, runs :func:`run_protocol` (base URL and key from
-``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``, CA bundle from ``SSL_CERT_FILE``), writes one JSON
-event per line to stdout, and treats a later ``{"type": "abort"}`` line as the user's abort.
+``python -m conformance.reference run "TASK"`` runs one task against a real endpoint and prints
+the conversation (see :mod:`conformance.reference.console`).
+
+``python -m conformance.reference adapter`` speaks the adapter protocol on stdio: reads the
+``start`` line from stdin, runs :func:`run_protocol` (base URL and key from ``OPENAI_BASE_URL`` /
+``OPENAI_API_KEY``, CA bundle from ``SSL_CERT_FILE``), writes one JSON event per line to stdout,
+and treats a later ``{"type": "abort"}`` line as the user's abort.
 """
 
 from __future__ import annotations
@@ -69,13 +73,31 @@ async def _adapter() -> int:
     return 0
 
 
+USAGE = """\
+usage: python -m conformance.reference run TASK [--model M] [--workdir DIR] [options]
+       python -m conformance.reference adapter
+
+  run      run TASK against OPENAI_BASE_URL (key from OPENAI_API_KEY) with local tools
+           confined to --workdir, printing the conversation as its user sees it;
+           'run --help' lists the options
+  adapter  speak the adapter protocol on stdin/stdout (the conformance harness's side)
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry; only the ``adapter`` command is provided."""
+    """CLI entry: ``run`` (interactive console) or ``adapter`` (protocol on stdio)."""
     args = sys.argv[1:] if argv is None else argv
-    if args[:1] != ["adapter"]:
-        print("usage: python -m conformance.reference adapter", file=sys.stderr)
-        return 2
-    return asyncio.run(_adapter())
+    if args[:1] == ["adapter"]:
+        return asyncio.run(_adapter())
+    if args[:1] == ["run"]:
+        from .console import main as console_main
+
+        return console_main(args)
+    if args[:1] in (["-h"], ["--help"], ["help"]):
+        print(USAGE, end="")
+        return 0
+    print(USAGE, end="", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
