@@ -160,9 +160,19 @@ class SyncGateway:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._inner.start(), self._loop).result(timeout=10)
 
+    async def _stop_all(self) -> None:
+        await self._inner.stop()
+        # The loop is ours alone: handlers still holding a request (a long stall) are
+        # cancelled and awaited, so nothing is left pending when the loop closes.
+        me = asyncio.current_task()
+        rest = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+        for t in rest:
+            t.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
+
     def stop(self) -> None:
         try:
-            asyncio.run_coroutine_threadsafe(self._inner.stop(), self._loop).result(timeout=10)
+            asyncio.run_coroutine_threadsafe(self._stop_all(), self._loop).result(timeout=10)
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
