@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import secrets as _secrets
+import shlex
 import tempfile
 import threading
 import time
@@ -29,7 +30,18 @@ from conformance.evidence import Evidence
 from conformance.verdicts import aggregate, verdict_for
 from fakes import Scenario, SyncGateway
 
-__all__ = ["DEFAULT_TIME_SCALE", "run_scenario", "run_suite", "results_document"]
+__all__ = [
+    "DEADLINE_GRACE_S",
+    "DEFAULT_DEADLINE_S",
+    "DEFAULT_TIME_SCALE",
+    "agent_results",
+    "deadline_s",
+    "progress_line",
+    "rerun_command",
+    "results_document",
+    "run_scenario",
+    "run_suite",
+]
 
 DEFAULT_TIME_SCALE = 0.02
 DEFAULT_DEADLINE_S = 30.0
@@ -44,6 +56,17 @@ def _display_path(source: str) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except (ValueError, OSError):
         return source
+
+
+def rerun_command(scenario: Scenario, agent: str = "reference") -> str:
+    """The command line that reruns one scenario (shown in the report)."""
+    flag = "" if agent == "reference" else f"--agent {shlex.quote(agent)} "
+    return f"conformance run {flag}--scenario {shlex.quote(_display_path(scenario.source))}"
+
+
+def deadline_s(scenario: Scenario, time_scale: float) -> float:
+    """A scenario's real deadline: its scaled deadline plus the unscaled grace, no floor."""
+    return (scenario.deadline or DEFAULT_DEADLINE_S) * time_scale + DEADLINE_GRACE_S
 
 
 def _start_message(scenario: Scenario, session: Any, time_scale: float, debug_dir: Path) -> dict:
@@ -110,14 +133,13 @@ def run_scenario(
             debug_dir = Path(tmp) / "debug"
             workdir.mkdir()
             debug_dir.mkdir()
-            deadline = (scenario.deadline or DEFAULT_DEADLINE_S) * max(scale, 0.05)
             req = RunRequest(
                 start=_start_message(scenario, session, scale, debug_dir),
                 base_url=session.base_url,
                 api_key=api_key,
                 ca_file=gateway.ca_file if scenario.tls else None,
                 workdir=workdir,
-                deadline_s=deadline + DEADLINE_GRACE_S,
+                deadline_s=deadline_s(scenario, scale),
             )
             done = threading.Event()
             watcher = None
@@ -179,29 +201,55 @@ def run_scenario(
     return entry, verdicts
 
 
+def progress_line(i: int, n: int, entry: dict, verdicts: dict[str, dict]) -> str:
+    """One progress line per scenario: ``[i/n] id: status, worst VERDICT``."""
+    worst = aggregate([v["verdict"] for v in verdicts.values()])
+    return f"[{i}/{n}] {entry['id']}: {entry['status']}, worst {worst}"
+
+
+def agent_results(
+    name: str,
+    adapter_name: str,
+    capabilities: Iterable[str],
+    runs: Iterable[tuple[dict, dict[str, dict]]],
+) -> dict:
+    """One agent's results entry (contracts §4) from ``run_scenario``'s (entry, verdicts) pairs,
+    in the order given; each criterion's aggregate is the worst of its scenarios."""
+    agent: dict[str, Any] = {
+        "name": name,
+        "adapter": adapter_name,
+        "version": __version__,
+        "capabilities": sorted(capabilities),
+        "criteria": {},
+        "scenarios": [],
+    }
+    per_criterion: dict[str, list[dict]] = {}
+    for entry, verdicts in runs:
+        agent["scenarios"].append(entry)
+        for cid, v in verdicts.items():
+            per_criterion.setdefault(cid, []).append(v)
+    for cid in sorted(per_criterion):
+        found = per_criterion[cid]
+        agent["criteria"][cid] = {
+            "verdict": aggregate([r["verdict"] for r in found]),
+            "scenarios": found,
+        }
+    return agent
+
+
 def run_suite(
     gateway: SyncGateway,
     adapter: Adapter,
     scenarios: Iterable[Scenario],
     *,
     time_scale: float = DEFAULT_TIME_SCALE,
-    rerun: Callable[[Scenario], str] = lambda s: (
-        f"conformance run --scenario {_display_path(s.source)}"
-    ),
+    rerun: Callable[[Scenario], str] = rerun_command,
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
 ) -> dict:
     """Run ``scenarios`` in order; return the agent's results entry (contracts §4)."""
     scenarios = list(scenarios)
-    agent: dict[str, Any] = {
-        "name": adapter.name,
-        "adapter": adapter.name,
-        "version": __version__,
-        "capabilities": sorted(adapter.capabilities()),
-        "criteria": {},
-        "scenarios": [],
-    }
-    per_criterion: dict[str, list[dict]] = {}
+    runs: list[tuple[dict, dict[str, dict]]] = []
     try:
         for i, scenario in enumerate(scenarios, 1):
             if stop is not None and stop.is_set():
@@ -209,23 +257,14 @@ def run_suite(
             entry, verdicts = run_scenario(
                 gateway, adapter, scenario, time_scale=time_scale, rerun=rerun(scenario)
             )
-            agent["scenarios"].append(entry)
-            for cid, v in verdicts.items():
-                per_criterion.setdefault(cid, []).append(v)
+            runs.append((entry, verdicts))
             if progress:
-                worst = aggregate([v["verdict"] for v in verdicts.values()])
-                progress(f"[{i}/{len(scenarios)}] {scenario.id}: {entry['status']}, worst {worst}")
+                progress(progress_line(i, len(scenarios), entry, verdicts))
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM: keep what ran; the scenario in flight is dropped whole.
         if stop is not None:
             stop.set()
-    for cid in sorted(per_criterion):
-        runs = per_criterion[cid]
-        agent["criteria"][cid] = {
-            "verdict": aggregate([r["verdict"] for r in runs]),
-            "scenarios": runs,
-        }
-    return agent
+    return agent_results(adapter.name, adapter.name, adapter.capabilities(), runs)
 
 
 def results_document(

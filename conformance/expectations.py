@@ -1,0 +1,277 @@
+"""Expectations: a vendor's file of known verdicts, so that a CI gate fails only on regressions.
+
+The file is YAML, a list of entries::
+
+    - criterion: RTY-03
+      verdict: FAIL
+      reason: "backoff lands in 2.4 (ticket 123)"
+    - criterion: DBG-01
+      verdict: UNSUPPORTED
+      agent: cmd:./my-agent      # optional: only for this agent (default: every agent)
+
+Theory of operation: a criterion the file does not name is expected to be fine, so any failing
+verdict for it (FAIL, ERROR, TIMEOUT; NON-STRICT too with ``strict``) is a regression. A named
+criterion's observed verdict is a regression only when it is failing and worse than the expected
+one in the severity order ERROR > TIMEOUT > FAIL > NON-STRICT > PASS > INFORMATIONAL >
+UNSUPPORTED; a better verdict than expected is reported as fixed and does not fail the gate.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from conformance.catalogue import CATALOGUE
+from conformance.verdicts import SEVERITY, VERDICTS
+
+__all__ = [
+    "Comparison",
+    "Expectation",
+    "ExpectationsError",
+    "Expectations",
+    "Finding",
+    "failing_verdicts",
+    "load_expectations",
+    "compare_results",
+    "updated_expectations",
+    "write_expectations",
+]
+
+_KEYS = ("criterion", "verdict", "reason", "agent")
+
+
+class ExpectationsError(ValueError):
+    """A bad expectations file; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Expectation:
+    criterion: str
+    verdict: str
+    reason: str = ""
+    agent: str | None = None  # None: every agent
+    line: int = 0  # where the entry starts in its file (1-based), 0 when built in code
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One criterion whose observed verdict differs from what the gate expected."""
+
+    agent: str
+    criterion: str
+    verdict: str  # observed
+    expected: str | None  # the expected verdict, None when the file does not name it
+    reason: str = ""
+    scenario: str | None = None  # set when the comparison is per scenario
+
+    def describe(self) -> str:
+        exp = self.expected or "no failing verdict"
+        where = f" in {self.scenario}" if self.scenario else ""
+        why = f" ({self.reason})" if self.reason else ""
+        return f"{self.criterion}{where} [{self.agent}]: {self.verdict}, expected {exp}{why}"
+
+
+@dataclass
+class Comparison:
+    regressions: list[Finding]  # these fail the gate
+    fixed: list[Finding]  # better than expected: reported, never failing
+    expected_failures: list[Finding]  # failing verdicts the file expects
+
+
+def failing_verdicts(strict: bool = False) -> frozenset[str]:
+    """The verdicts that fail a run when nothing expects them."""
+    return frozenset({"FAIL", "ERROR", "TIMEOUT"} | ({"NON-STRICT"} if strict else set()))
+
+
+class Expectations:
+    """A loaded expectations file (possibly empty); look up by (agent, criterion)."""
+
+    def __init__(self, entries: Iterable[Expectation] = (), source: str = "") -> None:
+        self.entries = list(entries)
+        self.source = source
+
+    def lookup(self, agent: str, criterion: str) -> Expectation | None:
+        """The entry for this agent, else the entry for every agent, else None."""
+        general = None
+        for e in self.entries:
+            if e.criterion != criterion:
+                continue
+            if e.agent == agent:
+                return e
+            if e.agent is None:
+                general = e
+        return general
+
+    def judge(
+        self, agent: str, criterion: str, verdict: str, *, strict: bool = False
+    ) -> tuple[str, Finding]:
+        """Classify one observed verdict: ``regression``, ``fixed``, ``expected`` or ``ok``."""
+        exp = self.lookup(agent, criterion)
+        finding = Finding(
+            agent, criterion, verdict, exp.verdict if exp else None, exp.reason if exp else ""
+        )
+        failing = failing_verdicts(strict)
+        if exp is None:
+            return ("regression" if verdict in failing else "ok"), finding
+        worse = SEVERITY.index(verdict) < SEVERITY.index(exp.verdict)
+        if verdict in failing and worse:
+            return "regression", finding
+        if verdict == exp.verdict:
+            return ("expected" if verdict in failing else "ok"), finding
+        if not worse and exp.verdict in failing | {"NON-STRICT"}:
+            return "fixed", finding
+        return ("expected" if verdict in failing else "ok"), finding
+
+
+def _where(path: str, line: int) -> str:
+    return f"{path}:{line}" if line else path
+
+
+def load_expectations(path: str | os.PathLike[str]) -> Expectations:
+    """Load and validate an expectations file; raise ExpectationsError naming file:line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ExpectationsError(f"{p}: cannot read the expectations file: {exc}") from exc
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ExpectationsError(
+            f"{_where(str(p), mark.line + 1 if mark else 0)}: not valid YAML: {exc}"
+        ) from exc
+    if node is None:
+        return Expectations([], str(p))  # an empty file expects nothing
+    if not isinstance(node, yaml.SequenceNode):
+        raise ExpectationsError(
+            f"{_where(str(p), node.start_mark.line + 1)}: an expectations file is a YAML list "
+            "of entries like '- {criterion: RTY-03, verdict: FAIL, reason: ...}'"
+        )
+    known = {c.id for c in CATALOGUE}
+    entries: list[Expectation] = []
+    seen: dict[tuple[str, str | None], int] = {}
+    for item in node.value:
+        line = item.start_mark.line + 1
+        where = _where(str(p), line)
+        if not isinstance(item, yaml.MappingNode):
+            raise ExpectationsError(
+                f"{where}: each entry is a mapping with criterion, verdict and reason"
+            )
+        data: dict[str, Any] = yaml.safe_load(yaml.serialize(item))
+        for key in data:
+            if key not in _KEYS:
+                raise ExpectationsError(
+                    f"{where}: unknown key {key!r}; allowed: {', '.join(_KEYS)}"
+                )
+        cid, verdict = data.get("criterion"), data.get("verdict")
+        if not isinstance(cid, str) or not cid:
+            raise ExpectationsError(f"{where}: 'criterion' is required (a criterion ID)")
+        if cid not in known:
+            raise ExpectationsError(
+                f"{where}: unknown criterion ID {cid!r}; `conformance list` shows them"
+            )
+        if verdict not in VERDICTS:
+            raise ExpectationsError(
+                f"{where}: {cid}: unknown verdict {verdict!r}; expected one of "
+                + ", ".join(VERDICTS)
+            )
+        reason, agent = data.get("reason") or "", data.get("agent")
+        if not isinstance(reason, str):
+            raise ExpectationsError(f"{where}: {cid}: 'reason' must be text")
+        if agent is not None and (not isinstance(agent, str) or not agent):
+            raise ExpectationsError(f"{where}: {cid}: 'agent' must be an agent name")
+        key = (cid, agent)
+        if key in seen:
+            raise ExpectationsError(
+                f"{where}: {cid} is already expected at line {seen[key]}"
+                + (f" for agent {agent!r}" if agent else "")
+            )
+        seen[key] = line
+        entries.append(Expectation(cid, verdict, reason, agent, line))
+    return Expectations(entries, str(p))
+
+
+def compare_results(
+    doc: Mapping[str, Any], expectations: Expectations | None = None, *, strict: bool = False
+) -> Comparison:
+    """Compare each agent's aggregate verdict per criterion with the expectations."""
+    expectations = expectations or Expectations()
+    out = Comparison([], [], [])
+    for agent in doc.get("agents", []):
+        for cid, res in sorted(agent["criteria"].items()):
+            kind, finding = expectations.judge(agent["name"], cid, res["verdict"], strict=strict)
+            if kind == "regression":
+                out.regressions.append(finding)
+            elif kind == "fixed":
+                out.fixed.append(finding)
+            elif kind == "expected":
+                out.expected_failures.append(finding)
+    return out
+
+
+def updated_expectations(
+    doc: Mapping[str, Any], old: Expectations | None = None, *, strict: bool = False
+) -> Expectations:
+    """The expectations that make ``doc`` pass, keeping existing reasons.
+
+    Criteria this run judged get an entry when their verdict is failing (or NON-STRICT), and lose
+    it otherwise; entries for criteria or agents the run did not cover are kept as they were.
+    """
+    old = old or Expectations()
+    agents = list(doc.get("agents", []))
+    names = {a["name"] for a in agents}
+    judged = {(a["name"], cid) for a in agents for cid in a["criteria"]}
+
+    def covered(e: Expectation) -> bool:
+        if e.agent is None:
+            return any((n, e.criterion) in judged for n in names)
+        return (e.agent, e.criterion) in judged
+
+    kept = [e for e in old.entries if not covered(e)]
+    recorded = failing_verdicts(strict) | {"NON-STRICT"}
+    new: list[Expectation] = []
+    for agent in agents:
+        for cid, res in sorted(agent["criteria"].items()):
+            verdict = res["verdict"]
+            if verdict not in recorded:
+                continue
+            prev = old.lookup(agent["name"], cid)
+            reason = prev.reason if prev and prev.reason else "recorded by --update-expectations"
+            # An entry for every agent stays one when the run had a single agent.
+            target = prev.agent if prev else (agent["name"] if len(agents) > 1 else None)
+            if any(e.criterion == cid and e.agent == target for e in new):
+                continue  # one general entry already covers it (several agents, same verdict)
+            new.append(Expectation(cid, verdict, reason, target))
+    order = {c.id: i for i, c in enumerate(CATALOGUE)}
+    merged = sorted(kept + new, key=lambda e: (order.get(e.criterion, 1 << 30), e.agent or ""))
+    return Expectations(merged, old.source)
+
+
+def write_expectations(path: str | os.PathLike[str], expectations: Expectations) -> None:
+    """Write the file atomically: a header comment, then one entry per expected verdict."""
+    lines = [
+        "# Conformance expectations: verdicts this agent is known to get, and why.",
+        "# A CI gate fails only on verdicts worse than these (`conformance run --expectations`).",
+        "# Regenerate with `conformance run --update-expectations`; reasons are kept.",
+    ]
+    if not expectations.entries:
+        lines.append("[]")
+    for e in expectations.entries:
+        entry: dict[str, str] = {"criterion": e.criterion, "verdict": e.verdict}
+        entry["reason"] = e.reason
+        if e.agent is not None:
+            entry["agent"] = e.agent
+        dumped = yaml.safe_dump(
+            [entry], allow_unicode=True, sort_keys=False, default_flow_style=False, width=1000
+        )
+        lines.append(dumped.rstrip("\n"))
+    p = Path(path)
+    tmp = p.with_name(p.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(p)
