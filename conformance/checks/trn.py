@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.seed_strings import CONTINUATION_TEXT
-from conformance.evidence import Evidence
+from conformance.evidence import Evidence, is_failed
 
 __all__ = ["CHECKS", "length_finished"]
 
@@ -116,3 +117,407 @@ def check_trn_04(ev: Evidence) -> Finding:
 
 
 CHECKS["TRN-04"] = check_trn_04
+
+
+# --- wire readers shared by TRN-03 and later checks ------------------------------------------
+MAX_RECOVERIES = 3  # seed 000, 连续截断恢复上限
+
+
+def produced(entry: dict) -> dict:
+    """What one response delivered, read back from the bytes the gateway sent.
+
+    Returns ``content``, ``reasoning``, ``tool_calls`` (list of ``{id, name, arguments}``) and
+    ``finish_reason``; a stream and a JSON body are both understood.
+    """
+    sent = (entry.get("response") or {}).get("sent") or ""
+    out: dict = {"content": "", "reasoning": "", "tool_calls": [], "finish_reason": None}
+    calls: dict[int, dict] = {}
+
+    def take(choice: dict, part: dict) -> None:
+        out["content"] += part.get("content") or ""
+        out["reasoning"] += part.get("reasoning_content") or ""
+        for j, tc in enumerate(part.get("tool_calls") or []):
+            slot = calls.setdefault(tc.get("index", j), {"id": "", "name": "", "arguments": ""})
+            fn = tc.get("function") or {}
+            slot["id"] = tc.get("id") or slot["id"]
+            slot["name"] += fn.get("name") or ""
+            slot["arguments"] += fn.get("arguments") or ""
+        if choice.get("finish_reason"):
+            out["finish_reason"] = choice["finish_reason"]
+
+    if sent.lstrip().startswith("{"):
+        try:
+            data = json.loads(sent)
+        except json.JSONDecodeError:
+            data = {}
+        for ch in data.get("choices") or [] if isinstance(data, dict) else []:
+            take(ch, ch.get("message") or {})
+    else:
+        for line in sent.splitlines():
+            if not line.startswith("data:"):
+                continue
+            try:
+                data = json.loads(line[5:].strip())
+            except json.JSONDecodeError:
+                continue
+            for ch in data.get("choices") or [] if isinstance(data, dict) else []:
+                take(ch, ch.get("delta") or {})
+    out["tool_calls"] = [calls[k] for k in sorted(calls)]
+    return out
+
+
+def _msgs(entry: dict) -> list[dict]:
+    return (entry.get("body") or {}).get("messages") or []
+
+
+def _ok(entry: dict) -> bool:
+    return (entry.get("response") or {}).get("status") == 200 and not is_failed(entry)
+
+
+def _limit(entry: dict) -> int | None:
+    body = entry.get("body") or {}
+    v = body.get("max_tokens", body.get("max_completion_tokens"))
+    return v if isinstance(v, int) else None
+
+
+def _plain_truncation(entry: dict) -> bool:
+    """A completed length finish without tool calls (the kind that consumes the count)."""
+    return _ok(entry) and length_finished(entry) and not produced(entry)["tool_calls"]
+
+
+def _tool_truncation(entry: dict) -> bool:
+    return _ok(entry) and length_finished(entry) and bool(produced(entry)["tool_calls"])
+
+
+def _next_request(chat: list[dict], i: int) -> dict | None:
+    """The first later request that does not resend chat[i]'s messages (retries, a raised
+    output limit), i.e. the one that carries the conversation forward."""
+    for e in chat[i + 1 :]:
+        if _msgs(e) != _msgs(chat[i]):
+            return e
+    return None
+
+
+def _superseded(chat: list[dict], i: int) -> bool:
+    """chat[i]'s reply was thrown away: the very next request resends the same messages."""
+    return i + 1 < len(chat) and _msgs(chat[i + 1]) == _msgs(chat[i])
+
+
+def _recursed(chat: list[dict], i: int) -> dict | None:
+    """The request that continued after chat[i], if the conversation was carried forward."""
+    nxt = _next_request(chat, i)
+    if nxt is None:
+        return None
+    before = _msgs(chat[i])
+    return nxt if _msgs(nxt)[: len(before)] == before else None
+
+
+def _is_continuation(m: dict) -> bool:
+    return m.get("role") == "user" and _text(m) == CONTINUATION_TEXT
+
+
+def check_trn_03(ev: Evidence) -> Finding:
+    """Truncated with tool calls: the tools run, then the continuation message, then a call."""
+    expected = (
+        "after a length finish carrying tool calls: the tools run, the next request carries "
+        "their results and then the continuation message, last"
+    )
+    chat = ev.chat()
+    hosted = {t.get("name") for t in ev.scenario.get("tools") or [] if isinstance(t, dict)}
+    judged = []
+    for i, e in enumerate(chat):
+        if not _tool_truncation(e):
+            continue
+        calls = produced(e)["tool_calls"]
+        nxt = _recursed(chat, i)
+        if nxt is None:
+            return failed(expected, f"no new call after the truncated reply at seq {e.get('seq')}")
+        for c in calls:
+            if c["name"] not in hosted:
+                continue
+            ran = [
+                t
+                for t in ev.tool_entries()
+                if t.get("call_id") == c["id"]
+                and e.get("t_arrival_ns", 0) < t.get("t_arrival_ns", 0) < nxt["t_arrival_ns"]
+            ]
+            if not ran:
+                return failed(expected, f"tool call {c['id']!r} never reached the tool host")
+        added = _msgs(nxt)[len(_msgs(e)) :]
+        results = {m.get("tool_call_id"): k for k, m in enumerate(added) if m.get("role") == "tool"}
+        missing = [c["id"] for c in calls if c["id"] not in results]
+        if missing:
+            return failed(expected, f"request seq {nxt.get('seq')} lacks the results of {missing}")
+        if not added or not _is_continuation(added[-1]):
+            last = added[-1] if added else {}
+            return failed(
+                expected,
+                f"request seq {nxt.get('seq')} after the truncated reply (seq {e.get('seq')}) "
+                f"ends with {last.get('role')!r} {_text(last)[:80]!r}, not the continuation",
+            )
+        judged.append(f"seq {e.get('seq')}: {len(calls)} tool(s), then continuation")
+    if not judged:
+        return not_applicable(expected, "no length finish carrying tool calls in this run")
+    return passed(expected, "; ".join(judged))
+
+
+def _reset_judged(
+    ev: Evidence, separates: Callable[[dict], bool], label: str
+) -> tuple[list[str], Finding | None, str]:
+    """Walk the turn counting consecutive recoveries; a reply with tool calls resets the
+    count. Truncations that would be the 4th or later had the ``separates`` replies not reset
+    it, yet are within the limit after the reset, must be continued."""
+    expected = (
+        f"after {label} between truncations, the count restarts: up to {MAX_RECOVERIES} "
+        "further truncations are each continued"
+    )
+    chat = ev.chat()
+    counted = total = 0
+    seen_sep = False
+    judged: list[str] = []
+    for i, e in enumerate(chat):
+        if not _ok(e):
+            continue
+        calls = produced(e)["tool_calls"]
+        if calls:
+            counted = 0
+            if separates(e):
+                seen_sep = seen_sep or total > 0
+            else:
+                total = 0
+            continue
+        if not length_finished(e) or _superseded(chat, i):
+            continue
+        counted += 1
+        total += 1
+        if not (seen_sep and counted <= MAX_RECOVERIES and total > MAX_RECOVERIES):
+            continue
+        if _recursed(chat, i) is None:
+            return (
+                judged,
+                failed(
+                    expected,
+                    f"truncation seq {e.get('seq')} ({counted} since the reset, {total} in the "
+                    "turn) was not continued",
+                ),
+                expected,
+            )
+        judged.append(f"seq {e.get('seq')} ({counted} since the reset, {total} in all) continued")
+    return judged, None, expected
+
+
+def check_trn_05(ev: Evidence) -> Finding:
+    """A tool call between truncations resets the consecutive-recovery count."""
+    judged, bad, expected = _reset_judged(ev, lambda e: True, "a tool call")
+    if bad:
+        return bad
+    if not judged:
+        return not_applicable(
+            expected, "no truncation that only a reset by a tool call keeps within the limit"
+        )
+    return passed(expected, "; ".join(judged))
+
+
+def check_trn_06(ev: Evidence) -> Finding:
+    """A truncated reply with tool calls does not consume the count: its tools run and the
+    turn goes on, whatever the count of plain truncations before it."""
+    expected = (
+        "a length finish carrying tool calls is never the end of recovery: its tools run and a "
+        "new call carries their results"
+    )
+    chat = ev.chat()
+    run = 0
+    judged = []
+    for i, e in enumerate(chat):
+        if _plain_truncation(e) and not _superseded(chat, i):
+            run += 1
+            continue
+        if not _tool_truncation(e):
+            if _ok(e) and produced(e)["tool_calls"]:
+                run = 0
+            continue
+        nxt = _recursed(chat, i)
+        ids = {c["id"] for c in produced(e)["tool_calls"]}
+        got = {m.get("tool_call_id") for m in _msgs(nxt or {}) if m.get("role") == "tool"}
+        if nxt is None or not ids <= got:
+            return failed(
+                expected,
+                f"after {run} plain truncation(s), the truncated reply with tool calls at seq "
+                f"{e.get('seq')} was not followed by a call carrying its tool results",
+            )
+        judged.append(f"seq {e.get('seq')} after {run} plain truncation(s): tools ran, went on")
+        run = 0
+    if not judged:
+        return not_applicable(expected, "no length finish carrying tool calls in this run")
+    return passed(expected, "; ".join(judged))
+
+
+def check_trn_07(ev: Evidence) -> Finding:
+    """At the default limit with no user override, a length finish first resends the same
+    messages with a larger output limit; with an override, the limit is not raised."""
+    user = (ev.scenario.get("config") or {}).get("max_output_tokens")
+    chat = ev.chat()
+    first = next((i for i, e in enumerate(chat) if _plain_truncation(e)), None)
+    if user is not None:
+        expected = f"with the user's limit {user}, the output limit is never raised above it"
+        if first is None:
+            return not_applicable(expected, "no length finish in this run")
+        over = [e for e in chat if (_limit(e) or 0) > user]
+        if over:
+            return failed(expected, f"seq {over[0].get('seq')} asked max tokens {_limit(over[0])}")
+        return passed(expected, f"limit kept at or below {user} after the length finish")
+    expected = (
+        "at the default output limit, the first length finish is followed by the same messages "
+        "with a larger max_tokens / max_completion_tokens, before any continuation"
+    )
+    if first is None:
+        return not_applicable(expected, "no length finish in this run")
+    e = chat[first]
+    if first + 1 >= len(chat):
+        return failed(expected, f"no request after the length finish at seq {e.get('seq')}")
+    nxt = chat[first + 1]
+    before, after = _limit(e), _limit(nxt)
+    if _msgs(nxt) != _msgs(e):
+        return failed(
+            expected,
+            f"seq {nxt.get('seq')} changed the messages (limit {before} -> {after}) instead of "
+            "first resending them with a larger limit",
+        )
+    if after is None or (before is not None and after <= before):
+        return failed(expected, f"resent with limit {after} after {before}: not raised")
+    return passed(expected, f"limit {before} raised to {after} at seq {nxt.get('seq')}")
+
+
+def check_trn_08(ev: Evidence) -> Finding:
+    """The request after a truncation carries the content produced so far."""
+    expected = (
+        "the request that continues after a length finish holds an assistant message with the "
+        "text produced so far (the reasoning, when no text was produced)"
+    )
+    chat = ev.chat()
+    judged = []
+    for i, e in enumerate(chat):
+        if not (_ok(e) and length_finished(e)) or _superseded(chat, i):
+            continue
+        got = produced(e)
+        want, field = (got["content"], "content") if got["content"] else (got["reasoning"], "")
+        if not want or i + 1 >= len(chat):
+            continue
+        nxt = chat[i + 1]
+        added = _msgs(nxt)[len(_msgs(e)) :]
+        if _msgs(nxt)[: len(_msgs(e))] != _msgs(e):
+            return failed(expected, f"seq {nxt.get('seq')} dropped earlier history")
+        texts = [
+            _text(m) if field else str(m.get("reasoning_content") or "")
+            for m in added
+            if m.get("role") == "assistant"
+        ]
+        if not any(t == want or t.strip() == want.strip() for t in texts):
+            return failed(
+                expected,
+                f"seq {nxt.get('seq')} after the truncation at seq {e.get('seq')} does not carry "
+                f"the produced {'text' if field else 'reasoning'} {want[:80]!r}; assistant "
+                f"messages added: {[t[:80] for t in texts]}",
+            )
+        judged.append(f"seq {e.get('seq')}: {len(want)} chars kept")
+    if not judged:
+        return not_applicable(expected, "no continued length finish with produced content")
+    return passed(expected, "; ".join(judged))
+
+
+def _step_truncates(ev: Evidence, step: int | None) -> bool:
+    script = ev.scenario.get("script") or []
+    if step is None or not 0 <= step < len(script):
+        return False
+    s = script[step] or {}
+    return (s.get("reply") or {}).get("finish_reason") == "length" or "length" in (
+        s.get("fault") or {}
+    )
+
+
+def check_trn_09(ev: Evidence) -> Finding:
+    """A user abort while a truncation is being recovered stops the recursion."""
+    expected = "after a user abort during truncation recovery, no further request is sent"
+    step = (ev.scenario.get("abort") or {}).get("when_step")
+    if step is None:
+        return not_applicable(expected, "the scenario has no abort")
+    chat = ev.chat()
+    k = next((i for i, e in enumerate(chat) if e.get("step") == step), None)
+    if k is None:
+        return not_applicable(expected, f"script step {step} was never reached")
+    hit = chat[k]
+    earlier = any(_plain_truncation(e) or _tool_truncation(e) for e in chat[:k])
+    during = (
+        earlier or _step_truncates(ev, step) or any(_is_continuation(m) for m in _msgs(hit)[-1:])
+    )
+    if not during:
+        return not_applicable(expected, "the abort did not fall during truncation recovery")
+    t0 = hit.get("t_arrival_ns", 0)
+    after = [
+        e
+        for e in ev.journal["entries"]
+        if e is not hit and e.get("kind") in ("chat", "tool") and e.get("t_arrival_ns", 0) > t0
+    ]
+    if after:
+        e = after[0]
+        what = "a continuation" if any(_is_continuation(m) for m in _msgs(e)[-1:]) else "a"
+        return failed(expected, f"{what} {e.get('kind')} request (seq {e.get('seq')}) after abort")
+    ends = [t.get("reason") for t in ev.turn_ends()]
+    return passed(expected, f"nothing sent after the aborted request seq {hit.get('seq')}; {ends}")
+
+
+def _backgrounded(entry: dict) -> bool:
+    """A reply whose tool call asks its tool to run in the background (run_in_background)."""
+    for c in produced(entry)["tool_calls"]:
+        try:
+            args = json.loads(c["arguments"] or "{}")
+        except json.JSONDecodeError:
+            continue
+        if isinstance(args, dict) and args.get("run_in_background") is True:
+            return True
+    return False
+
+
+def check_trn_10(ev: Evidence) -> Finding:
+    """A tool moved to the background during recovery stops the recursion like a tool call:
+    the agent does not wait for it, and the consecutive count restarts after it."""
+    chat = ev.chat()
+    for i, e in enumerate(chat):
+        if not (_ok(e) and _backgrounded(e)):
+            continue
+        nxt = _recursed(chat, i)
+        ids = {c["id"] for c in produced(e)["tool_calls"]}
+        for t in ev.tool_entries():
+            # The scripted tool hangs: a 504 before the next call means the agent sat it out.
+            if (
+                t.get("call_id") in ids
+                and nxt is not None
+                and (t.get("response") or {}).get("status") == 504
+                and ev.end_ns(t) <= nxt["t_arrival_ns"]
+            ):
+                return failed(
+                    "a tool moved to the background is not waited for",
+                    f"the next call (seq {nxt.get('seq')}) came only after the backgrounded "
+                    f"tool {t.get('call_id')!r} timed out",
+                )
+    judged, bad, expected = _reset_judged(ev, _backgrounded, "a tool moved to the background")
+    if bad:
+        return bad
+    if not judged:
+        return not_applicable(
+            expected, "no truncation after a backgrounded tool that only a reset keeps in limit"
+        )
+    return passed(expected, "; ".join(judged))
+
+
+CHECKS.update(
+    {
+        "TRN-03": check_trn_03,
+        "TRN-05": check_trn_05,
+        "TRN-06": check_trn_06,
+        "TRN-07": check_trn_07,
+        "TRN-08": check_trn_08,
+        "TRN-09": check_trn_09,
+        "TRN-10": check_trn_10,
+    }
+)
