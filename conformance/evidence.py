@@ -45,13 +45,15 @@ def is_failed(entry: dict[str, Any]) -> bool:
     status = resp.get("status")
     if status is None or status >= 400:
         return True
+    if entry.get("fault") == "stall":
+        # A stall the client waited out is a slow success; it failed only if the body broke.
+        return resp.get("end") != "complete"
     return resp.get("end") in ("reset", "close") or entry.get("fault") in (
         "reset_before_headers",
         "cut",
         "end_without_finish",
         "malformed_event",
         "in_band_error",
-        "stall",
         "empty_reply",
     )
 
