@@ -334,3 +334,12 @@ def test_ctrl_c_aborts_with_130(gw: SyncGateway, tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert out.splitlines()[-1] == "[aborted]"
     assert KEY not in out + err
+
+
+def test_json_events_redact_the_key(gw: SyncGateway, tmp_path: Path) -> None:
+    body = {"error": {"message": f"invalid key {KEY}", "type": "invalid_request_error"}}
+    step = {"fault": {"http_error": {"status": 401, "body": body}}}
+    rc, out, _ = run(gw, [step], tmp_path, "--json")  # run() itself asserts the key is absent
+    assert rc == 1
+    errors = [e for e in map(json.loads, out.splitlines()) if e["type"] == "error"]
+    assert len(errors) == 1 and "[REDACTED]" in errors[0]["message"]
