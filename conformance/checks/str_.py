@@ -7,13 +7,15 @@ next chat attempt: it must be non-streaming and carry the same messages.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from collections.abc import Callable
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence, is_failed
 
-__all__ = ["CHECKS", "broke_after_headers"]
+__all__ = ["CHECKS", "WireReply", "broke_after_headers", "same_request", "wire_reply"]
 
 MID_STREAM_FAULTS = frozenset(
     {"cut", "stall", "end_without_finish", "malformed_event", "in_band_error"}
@@ -175,3 +177,462 @@ def check_str_05(ev: Evidence) -> Finding:
 
 
 CHECKS["STR-05"] = check_str_05
+
+
+# --- reading what the gateway actually sent ------------------------------------------------
+
+
+class WireReply:
+    """What one response carried on the wire: text, reasoning, tool calls, finish, usage."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.reasoning = ""
+        self.tool_calls: list[dict] = []
+        self.finish_reason: str | None = None
+        self.usage: dict | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.text or self.reasoning or self.tool_calls)
+
+
+def _absorb(r: WireReply, data: object, calls: dict[int, dict]) -> None:
+    if not isinstance(data, dict):
+        return
+    if isinstance(data.get("usage"), dict):
+        r.usage = data["usage"]
+    for ch in data.get("choices") or []:
+        if not isinstance(ch, dict):
+            continue
+        part = ch.get("delta") or ch.get("message") or {}
+        if isinstance(part.get("content"), str):
+            r.text += part["content"]
+        r.reasoning += part.get("reasoning_content") or ""
+        for i, tc in enumerate(part.get("tool_calls") or []):
+            slot = calls.setdefault(tc.get("index", i), {"id": "", "name": "", "arguments": ""})
+            fn = tc.get("function") or {}
+            slot["id"] = tc.get("id") or slot["id"]
+            slot["name"] += fn.get("name") or ""
+            slot["arguments"] += fn.get("arguments") or ""
+        if ch.get("finish_reason"):
+            r.finish_reason = ch["finish_reason"]
+
+
+def wire_reply(entry: dict) -> WireReply:
+    """Parse the bytes the gateway wrote for a chat attempt (SSE or JSON, possibly cut)."""
+    resp = entry.get("response") or {}
+    sent = resp.get("sent") or ""
+    r, calls = WireReply(), {}
+    if resp.get("stream"):
+        for block in sent.replace("\r\n", "\n").split("\n\n"):
+            data = "\n".join(
+                ln[5:].removeprefix(" ") for ln in block.split("\n") if ln.startswith("data:")
+            )
+            if not data or data == "[DONE]":
+                continue
+            try:
+                _absorb(r, json.loads(data), calls)
+            except json.JSONDecodeError:
+                continue
+    else:
+        with contextlib.suppress(json.JSONDecodeError):  # a cut body: nothing parseable
+            _absorb(r, json.loads(sent), calls)
+    r.tool_calls = [calls[i] for i in sorted(calls)]
+    return r
+
+
+def same_request(a: dict, b: dict) -> bool:
+    """Two attempts carry the same request (the stream flag aside)."""
+    return not _same_request(a, b)
+
+
+def _step_fault(ev: Evidence, entry: dict, name: str) -> dict:
+    """The scenario's parameters of fault ``name`` for the step that served ``entry``."""
+    step = entry.get("step")
+    script = ev.scenario.get("script") or []
+    if not isinstance(step, int) or not 0 <= step < len(script):
+        return {}
+    params = ((script[step] or {}).get("fault") or {}).get(name)
+    return params if isinstance(params, dict) else {}
+
+
+def _events_between(ev: Evidence, start_ns: int, end_ns: int | None) -> list[dict]:
+    return [
+        x
+        for x in ev.events
+        if x.get("t_ns") is not None
+        and x["t_ns"] >= start_ns
+        and (end_ns is None or x["t_ns"] < end_ns)
+    ]
+
+
+def _turn_end_ns(ev: Evidence) -> int | None:
+    ends = [x.get("t_ns") for x in ev.turn_ends() if x.get("t_ns") is not None]
+    return min(ends) if ends else None
+
+
+def _turn_reason(ev: Evidence) -> str | None:
+    ends = ev.turn_ends()
+    return ends[-1].get("reason") if ends else None
+
+
+# --- STR-02: partial messages withdrawn by id ---------------------------------------------
+
+
+def check_str_02(ev: Evidence) -> Finding:
+    """Every message shown while a stream that later broke was read is removed by id."""
+    expected = (
+        "every message shown from a failed streaming attempt is withdrawn with a removed "
+        "event (by id) before the turn ends"
+    )
+    chat = ev.chat()
+    removed = {
+        x.get("id"): x.get("t_ns") for x in ev.events_of("removed") if x.get("id") is not None
+    }
+    end = _turn_end_ns(ev)
+    judged = broke = 0
+    for i, e in enumerate(chat):
+        if not broke_after_headers(e):
+            continue
+        broke += 1
+        nxt = chat[i + 1]["t_arrival_ns"] if i + 1 < len(chat) else None
+        shown = {
+            x.get("id")
+            for x in _events_between(ev, int(e["t_arrival_ns"]), nxt)
+            if x.get("type") == "message" and x.get("role", "assistant") == "assistant"
+        }
+        for mid in sorted(shown, key=str):
+            judged += 1
+            if mid not in removed:
+                return failed(
+                    expected, f"message {mid!r} shown from broken seq {e.get('seq')} never removed"
+                )
+            if end is not None and removed[mid] is not None and removed[mid] > end:
+                return failed(expected, f"message {mid!r} removed only after the turn ended")
+    if not broke:
+        return not_applicable(expected, "no stream broke after headers in this run")
+    if not judged:
+        return not_applicable(
+            expected, f"{broke} stream(s) broke but the agent showed no message from them"
+        )
+    return passed(expected, f"{judged} partial message(s) shown, each removed by id")
+
+
+# --- STR-04: no fallback on user abort -----------------------------------------------------
+
+
+def check_str_04(ev: Evidence) -> Finding:
+    """After the user aborts a stream, the request is not sent again (no fallback)."""
+    expected = "a stream the user aborted is not resent (no non-streaming fallback)"
+    step = (ev.scenario.get("abort") or {}).get("when_step")
+    if not isinstance(step, int):
+        return not_applicable(expected, "the scenario has no user abort")
+    chat = ev.chat()
+    hit = [
+        (i, e)
+        for i, e in enumerate(chat)
+        if e.get("step") == step
+        and Evidence.mode(e)
+        and (e.get("response") or {}).get("status") == 200
+    ]
+    if not hit:
+        return not_applicable(expected, f"no streaming response served by step {step}")
+    i, e = hit[0]
+    resp = e.get("response") or {}
+    # The journal may be read before the gateway notices the client left: judge by bytes.
+    if (resp.get("sent_bytes") or 0) >= (resp.get("full_bytes") or 0):
+        return not_applicable(expected, f"seq {e.get('seq')} was sent whole before the abort")
+    for later in chat[i + 1 :]:
+        if same_request(e, later):
+            how = "non-streaming fallback" if not Evidence.mode(later) else "streaming resend"
+            return failed(
+                expected,
+                f"aborted seq {e.get('seq')} was followed by a {how} (seq {later.get('seq')})",
+            )
+    return passed(expected, f"aborted stream seq {e.get('seq')} was not resent")
+
+
+# --- STR-06: a failed fallback surfaces the error ------------------------------------------
+
+# Attempts one request may take in one mode: the first plus 10 retries (RTY-04).
+ATTEMPTS_PER_MODE = 11
+
+
+def check_str_06(ev: Evidence) -> Finding:
+    """A fallback that fails too ends in a shown error, with no second fallback and no loop."""
+    expected = (
+        "when the non-streaming fallback fails, the error is shown and the request is not "
+        f"sent again (at most {ATTEMPTS_PER_MODE} fallback attempts, no new stream)"
+    )
+    chat = ev.chat()
+    start = next(
+        (
+            i
+            for i in range(1, len(chat))
+            if not Evidence.mode(chat[i])
+            and Evidence.mode(chat[i - 1])
+            and is_failed(chat[i - 1])
+            and same_request(chat[i - 1], chat[i])
+        ),
+        None,
+    )
+    if start is None:
+        return not_applicable(expected, "no non-streaming fallback after a failed stream")
+    run = [chat[start]]
+    for e in chat[start + 1 :]:
+        if Evidence.mode(e) or not is_failed(run[-1]) or not same_request(run[0], e):
+            break
+        run.append(e)
+    if not all(is_failed(e) for e in run):
+        return not_applicable(expected, "the fallback succeeded")
+    if len(run) > ATTEMPTS_PER_MODE:
+        return failed(expected, f"{len(run)} non-streaming attempts in the fallback (a loop)")
+    last = run[-1]
+    for later in chat[start + len(run) :]:
+        if same_request(last, later):
+            mode = "streaming" if Evidence.mode(later) else "non-streaming"
+            return failed(
+                expected,
+                f"after the failed fallback (seq {last.get('seq')}) the request was sent again "
+                f"({mode}, seq {later.get('seq')})",
+            )
+    shown = [
+        x
+        for x in ev.errors()
+        if x.get("t_ns") is None or x["t_ns"] >= int(last.get("t_arrival_ns", 0))
+    ]
+    if not shown:
+        return failed(expected, f"no error shown after the failed fallback (seq {last.get('seq')})")
+    if _turn_reason(ev) == "completed":
+        return failed(expected, "the turn ended as completed after the fallback failed")
+    return passed(
+        expected,
+        f"fallback failed after {len(run)} attempt(s); error shown: "
+        f"{str(shown[-1].get('message'))[:120]!r}",
+    )
+
+
+# --- STR-07: nothing streamed, fallback without removal ------------------------------------
+
+
+def check_str_07(ev: Evidence) -> Finding:
+    """A stream that broke before any content goes straight to the fallback, no removal."""
+    expected = (
+        "a stream that broke before any content was streamed is resent at once with "
+        "stream: false, and no removal is announced"
+    )
+    chat = ev.chat()
+    judged = 0
+    for i, e in enumerate(chat):
+        if not broke_after_headers(e) or not wire_reply(e).empty:
+            continue
+        judged += 1
+        if i + 1 >= len(chat):
+            return failed(expected, f"no request after the empty broken stream seq {e.get('seq')}")
+        nxt = chat[i + 1]
+        if Evidence.mode(nxt) or not same_request(e, nxt):
+            return failed(
+                expected,
+                f"seq {nxt.get('seq')} after the empty broken stream is not the same request "
+                "with stream: false",
+            )
+        gone = [
+            x
+            for x in _events_between(ev, int(e["t_arrival_ns"]), int(nxt["t_arrival_ns"]))
+            if x.get("type") == "removed"
+        ]
+        if gone:
+            return failed(
+                expected, f"removal of {gone[0].get('id')!r} announced though nothing was streamed"
+            )
+    if not judged:
+        return not_applicable(expected, "no stream broke before streaming any content")
+    return passed(expected, f"{judged} empty broken stream(s): direct fallback, no removal")
+
+
+# --- STR-10: idle watchdog -----------------------------------------------------------------
+
+
+def check_str_10(ev: Evidence) -> Finding:
+    """A stream that goes silent after headers is abandoned and recovered before it resumes."""
+    expected = (
+        "a stream with no chunk for a long time is aborted by the agent and the request is "
+        "made again before the silence ends"
+    )
+    chat = ev.chat()
+    judged = 0
+    for i, e in enumerate(chat):
+        resp = e.get("response") or {}
+        if e.get("fault") != "stall" or not Evidence.mode(e) or resp.get("status") != 200:
+            continue
+        secs = _step_fault(ev, e, "stall").get("seconds")
+        if not isinstance(secs, (int, float)) or resp.get("t_headers_ns") is None:
+            continue
+        judged += 1
+        resumes = int(resp["t_headers_ns"]) + int(float(secs) * ev.time_scale * 1e9)
+        again = next((x for x in chat[i + 1 :] if same_request(e, x)), None)
+        whole = (resp.get("sent_bytes") or 0) >= (resp.get("full_bytes") or 0)
+        if again is None:
+            how = f"read to its end after the {secs} s silence" if whole else "never recovered"
+            return failed(expected, f"the silent stream seq {e.get('seq')} was {how}")
+        if int(again["t_arrival_ns"]) >= resumes:
+            return failed(
+                expected,
+                f"seq {again.get('seq')} came only after the {secs} s silence ended: the "
+                "agent waited it out",
+            )
+        waited = (int(again["t_arrival_ns"]) - int(resp["t_headers_ns"])) / 1e9 / ev.time_scale
+    if not judged:
+        return not_applicable(expected, "no stream went silent in this run")
+    return passed(expected, f"{judged} silent stream(s) abandoned; recovered after {waited:.1f} s")
+
+
+# --- STR-11: only the successful request's usage counts ------------------------------------
+
+
+def _usage_total(entries: list[dict]) -> dict[str, int]:
+    out = {"prompt_tokens": 0, "completion_tokens": 0}
+    for e in entries:
+        u = wire_reply(e).usage or {}
+        for k in out:
+            out[k] += int(u.get(k) or 0)
+    return out
+
+
+def check_str_11(ev: Evidence) -> Finding:
+    """The usage the agent records equals the usage of its successful requests only."""
+    expected = "the usage recorded for the turn counts only the requests that succeeded"
+    chat = ev.chat()
+    bad = [e for e in chat if is_failed(e) and wire_reply(e).usage]
+    if not bad:
+        return not_applicable(expected, "no failed attempt carried usage on the wire")
+    want = _usage_total([e for e in chat if not is_failed(e)])
+    reports = ev.events_of("usage")
+    if not reports:
+        return not_applicable(expected, "the agent reported no usage")
+
+    def of(x: dict) -> dict[str, int]:
+        return {k: int(x.get(k) or 0) for k in want}
+
+    last = of(reports[-1])
+    summed = {k: sum(of(x)[k] for x in reports) for k in want}
+    # An agent may report one total or one record per request; either reading may match.
+    if want in (last, summed):
+        return passed(expected, f"recorded {want}; failed attempts' usage left out")
+    return failed(
+        expected,
+        f"recorded {last if len(reports) == 1 else summed}, successful requests carried {want} "
+        f"(failed attempts carried {_usage_total(bad)})",
+    )
+
+
+# --- STR-12: the fallback can be switched off ----------------------------------------------
+
+
+def check_str_12(ev: Evidence) -> Finding:
+    """With stream_fallback off, a broken stream is not resent without streaming."""
+    expected = "with config stream_fallback: false, a broken stream gets no non-streaming resend"
+    if (ev.scenario.get("config") or {}).get("stream_fallback") is not False:
+        return not_applicable(expected, "the scenario does not switch the fallback off")
+    chat = ev.chat()
+    judged = 0
+    for i, e in enumerate(chat):
+        if not broke_after_headers(e):
+            continue
+        judged += 1
+        for later in chat[i + 1 :]:
+            if not Evidence.mode(later) and same_request(e, later):
+                return failed(
+                    expected, f"seq {later.get('seq')} is a non-streaming resend of {e.get('seq')}"
+                )
+    if not judged:
+        return not_applicable(expected, "no stream broke after headers in this run")
+    if not ev.errors():
+        return failed(expected, "the failed stream was not shown as an error")
+    return passed(expected, f"{judged} broken stream(s), no fallback, error shown")
+
+
+# --- STR-13: finish_reason without [DONE] ----------------------------------------------------
+
+
+def check_str_13(ev: Evidence) -> Finding:
+    """A stream with finish_reason but no [DONE] is a finished turn: never resent."""
+    expected = "a stream carrying finish_reason but no [DONE] is taken as complete (not resent)"
+    chat = ev.chat()
+    judged = 0
+    for i, e in enumerate(chat):
+        if e.get("fault") != "finish_without_done" or not Evidence.mode(e):
+            continue
+        if (e.get("response") or {}).get("status") != 200 or not wire_reply(e).finish_reason:
+            continue
+        judged += 1
+        for later in chat[i + 1 :]:
+            if same_request(e, later):
+                return failed(expected, f"seq {e.get('seq')} was resent at seq {later.get('seq')}")
+        if i + 1 == len(chat) and _turn_reason(ev) not in (None, "completed"):
+            return failed(expected, f"the turn ended {_turn_reason(ev)!r} after seq {e.get('seq')}")
+    if not judged:
+        return not_applicable(expected, "no stream ended without [DONE] in this run")
+    return passed(expected, f"{judged} stream(s) without [DONE] taken as complete")
+
+
+# --- STR-16: empty 200 reply retried, bounded ------------------------------------------------
+
+# Empty replies of one request tolerated before the agent must give up (both modes' budgets).
+MAX_EMPTY = 2 * ATTEMPTS_PER_MODE
+
+
+def check_str_16(ev: Evidence) -> Finding:
+    """An empty 200 reply is retried, a bounded number of times, never taken as the answer."""
+    expected = (
+        "an empty 200 reply (no choices or an empty message) is retried, at most "
+        f"{MAX_EMPTY} times for one request, and never accepted as the answer"
+    )
+    chat = ev.chat()
+    groups: list[list[dict]] = []
+    for e in chat:
+        if groups and same_request(groups[-1][0], e):
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    judged = 0
+    for g in groups:
+        empties = [e for e in g if e.get("fault") == "empty_reply"]
+        if not empties:
+            continue
+        judged += 1
+        if len(empties) > MAX_EMPTY:
+            return failed(expected, f"{len(empties)} empty replies to one request: unbounded")
+        if g[-1].get("fault") != "empty_reply":
+            continue
+        if len(empties) == 1:
+            return failed(expected, f"the empty reply at seq {g[-1].get('seq')} was not retried")
+        shown = [
+            x
+            for x in ev.errors()
+            if x.get("t_ns") is None or x["t_ns"] >= int(g[-1].get("t_arrival_ns", 0))
+        ]
+        if not shown:
+            return failed(
+                expected,
+                f"after {len(empties)} empty replies the agent stopped without showing an error",
+            )
+    if not judged:
+        return not_applicable(expected, "no empty reply in this run")
+    return passed(expected, f"{judged} request(s) got empty replies; each retried, bounded")
+
+
+CHECKS.update(
+    {
+        "STR-02": check_str_02,
+        "STR-04": check_str_04,
+        "STR-06": check_str_06,
+        "STR-07": check_str_07,
+        "STR-10": check_str_10,
+        "STR-11": check_str_11,
+        "STR-12": check_str_12,
+        "STR-13": check_str_13,
+        "STR-16": check_str_16,
+    }
+)
