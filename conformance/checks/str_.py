@@ -124,7 +124,8 @@ def check_str_03(ev: Evidence) -> Finding:
         good_ids = set(_TOOL_ID.findall(((good or {}).get("response") or {}).get("sent") or ""))
         good_end = Evidence.end_ns(good) if good else None
         for t in tools:
-            if t.get("call_id") not in ids:
+            # Only executions after the failed attempt can come from it (an id may recur).
+            if t.get("call_id") not in ids or t.get("t_arrival_ns", 0) < e.get("t_arrival_ns", 0):
                 continue
             if t.get("call_id") not in good_ids or good_end is None:
                 return failed(
