@@ -1,0 +1,947 @@
+"""Sans-IO recovery core of the reference agent: one user turn as a state machine.
+
+Theory of operation
+-------------------
+:class:`TurnCore` holds one user turn. The driver calls :meth:`TurnCore.begin` once, then
+:meth:`TurnCore.handle` with each :mod:`event <conformance.reference._events>` (and the current
+monotonic time); both return a list of :mod:`actions <conformance.reference._actions>` to carry
+out in order. The core never reads a clock, sleeps, draws randomness of its own or touches a
+socket: waits are :class:`StartTimer` actions answered by :class:`TimerFired`, jitter comes from
+the injected ``rand`` callable, and the wall-clock time needed for ``Retry-After`` HTTP-dates
+comes with :class:`HeadersReceived`.
+
+A turn is a sequence of *steps*; each step is one model request (a body), bounded by
+``max_tool_calls + 20`` steps. A step is tried in *modes*: streaming first (unless the start
+message says ``stream: false``), then at most one non-streaming fallback, each with its own retry
+budget (:func:`retry.decide`). An *attempt* is one HTTP request of a mode.
+
+- Before headers (``ConnectFailed``) or with a non-200 status (``HeadersReceived`` then
+  ``BodyEnded`` with the error text): the attempt failed. Three consecutive 529s switch to the
+  fallback model (private fields stripped) with a fresh budget; otherwise retry after the decided
+  wait (``NoteRetry`` + ``StartTimer``), or, when recovery says no, *surface* the failure.
+- A surfaced failure of an exhausted streaming mode takes the non-streaming fallback; otherwise
+  the step fails: RTY-11 lowers ``max_tokens`` once, a context overflow gets one compaction
+  request per turn (at most 3 failed compactions), else the error is shown, typed, once, naming
+  the fallback when one was tried, and the turn ends.
+- A streaming body that fails, goes idle (the ``idle`` timer), carries a malformed or in-band
+  error event, or ends without ``finish_reason`` withdraws its partial message
+  (``RemoveMessage`` by id) and resends the identical body with ``stream: false``; its tool calls
+  never run. Empty non-streaming replies are re-sent at most ``MAX_EMPTY_REPLIES`` times.
+- A reply: ``length`` without tool calls first raises the default output limit once, then
+  appends the hidden continuation message (bounded by :class:`TruncationCounter`); tool calls run
+  one at a time (``RunTool`` / ``ToolDone``) within the per-turn cap, loop reminders follow all
+  results; no tool calls ends the step, then the stop hook (``CallStopHook``), then ``EndTurn``.
+- ``Aborted`` in any phase cancels what is in flight and ends the turn: after it the core
+  returns no action at all.
+
+Which events each phase accepts is the table :data:`ACCEPTS`. An event about a request, timer or
+tool call the core no longer waits for is stale and ignored; any other event the phase does not
+accept is a driver bug and raises :class:`CoreError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import enum
+import json
+import random
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from . import retry
+from ._actions import (
+    Action,
+    CallStopHook,
+    CancelRequest,
+    CancelTimer,
+    Emission,
+    EmitMessage,
+    EndTurn,
+    NoteRetry,
+    RemoveMessage,
+    ReportUsage,
+    RunTool,
+    SendRequest,
+    ShowError,
+    ShowToolResult,
+    StartTimer,
+    WriteDebugDump,
+)
+from ._events import (
+    Aborted,
+    BodyEnded,
+    BodyFailed,
+    Chunk,
+    ConnectFailed,
+    Event,
+    HeadersReceived,
+    StopHookDone,
+    TimerFired,
+    ToolDone,
+)
+from .continuation import (
+    CONTINUATION_TEXT,
+    DEFAULT_MAX_TOKENS,
+    OUTPUT_LIMIT_ERROR,
+    TruncationCounter,
+    assistant_to_wire,
+    raised_limit,
+)
+from .loops import LoopDetector
+
+__all__ = [
+    "ACCEPTS",
+    "IDLE_TIMEOUT_S",
+    "MAX_COMPACTION_FAILURES",
+    "MAX_EMPTY_REPLIES",
+    "MISSING_RESULT",
+    "OVERLOADS_BEFORE_FALLBACK",
+    "PRIVATE_FIELDS",
+    "Aborted",
+    "Action",
+    "Behaviours",
+    "BodyEnded",
+    "BodyFailed",
+    "CallStopHook",
+    "CancelRequest",
+    "CancelTimer",
+    "Chunk",
+    "ConnectFailed",
+    "CoreError",
+    "EmitMessage",
+    "Emission",
+    "EndTurn",
+    "Event",
+    "HeadersReceived",
+    "NoteRetry",
+    "Phase",
+    "RemoveMessage",
+    "ReportUsage",
+    "RunTool",
+    "SendRequest",
+    "ShowError",
+    "ShowToolResult",
+    "StartTimer",
+    "StopHookDone",
+    "TimerFired",
+    "ToolDone",
+    "TurnCore",
+    "WriteDebugDump",
+    "corrected_max_tokens",
+    "repair_history",
+    "strip_private",
+]
+
+IDLE_TIMEOUT_S = 60.0  # unscaled: no chunk for this long = stream failure
+MAX_EMPTY_REPLIES = 3  # bounded re-sends of empty 200 replies
+OVERLOADS_BEFORE_FALLBACK = 3
+MAX_COMPACTION_FAILURES = 3
+EXTRA_STEPS = 20  # steps beyond the tool-call cap: continuations, limit changes, compaction
+PRIVATE_FIELDS = ("signature", "reasoning_signature", "thinking_blocks")
+MISSING_RESULT = "[No result: this tool call was interrupted before it returned.]"
+COMPACT_PROMPT = "Summarize the conversation below concisely."
+TITLE_PROMPT = "Write a short title for this conversation. Reply with the title only."
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Behaviours:
+    """One switch per recovery behaviour; all on. Switching one off breaks only that one."""
+
+    honour_retry_after: bool = True
+    backoff: bool = True
+    retry_5xx: bool = True
+    retry_connection_errors: bool = True
+    stream_fallback: bool = True
+    remove_partial_messages: bool = True
+    continuation: bool = True
+    output_truncation: bool = True
+    reasoning_preservation: bool = True
+    withhold_errors: bool = True
+    idle_watchdog: bool = True
+    history_repair: bool = True
+    model_fallback: bool = True
+    context_recovery: bool = True
+    loop_detection: bool = True
+
+
+class CoreError(Exception):
+    """The driver fed an event the current phase cannot accept (a driver bug)."""
+
+
+class Phase(enum.Enum):
+    START = "start"  # begin() not called yet
+    TITLE = "title"  # the background title request is in flight
+    REQUEST = "request"  # a chat attempt is in flight, no headers yet
+    BODY = "body"  # a chat attempt's headers arrived; reading its body
+    WAIT = "wait"  # waiting before the next attempt
+    TOOLS = "tools"  # one tool call is running
+    COMPACT = "compact"  # the compaction request is in flight
+    STOP_HOOK = "stop_hook"  # the stop hook is running
+    DONE = "done"  # EndTurn returned; nothing more happens
+
+
+_AUX = frozenset({ConnectFailed, HeadersReceived, BodyEnded, BodyFailed})
+
+# Transitions as data: the events each phase accepts (Aborted is accepted in every live phase).
+ACCEPTS: Mapping[Phase, frozenset[type[Event]]] = {
+    Phase.START: frozenset(),
+    Phase.TITLE: _AUX,
+    Phase.REQUEST: frozenset({ConnectFailed, HeadersReceived}),
+    Phase.BODY: frozenset({Chunk, BodyEnded, BodyFailed, TimerFired}),
+    Phase.WAIT: frozenset({TimerFired}),
+    Phase.TOOLS: frozenset({ToolDone}),
+    Phase.COMPACT: _AUX,
+    Phase.STOP_HOOK: frozenset({StopHookDone}),
+    Phase.DONE: frozenset(),
+}
+
+
+def repair_history(messages: list[dict]) -> tuple[list[dict], int]:
+    """Add a placeholder result after any tool call left without one; returns (messages, count)."""
+    out: list[dict] = []
+    added = 0
+    i = 0
+    while i < len(messages):
+        msg = messages[i]
+        out.append(msg)
+        i += 1
+        calls = msg.get("tool_calls") if msg.get("role") == "assistant" else None
+        if not calls:
+            continue
+        answered: set[str] = set()
+        while i < len(messages) and messages[i].get("role") == "tool":
+            answered.add(str(messages[i].get("tool_call_id")))
+            out.append(messages[i])
+            i += 1
+        for call in calls:
+            cid = str(call.get("id"))
+            if cid not in answered:
+                out.append({"role": "tool", "tool_call_id": cid, "content": MISSING_RESULT})
+                added += 1
+    return out, added
+
+
+def strip_private(messages: list[dict]) -> list[dict]:
+    """History without vendor-private fields, for a different (fallback) model."""
+    return [{k: v for k, v in m.items() if k not in PRIVATE_FIELDS} for m in messages]
+
+
+_CTX_MAX = re.compile(r"maximum context length is (\d+)")
+_CTX_INPUT = re.compile(r"(\d+) in the messages")
+
+
+def corrected_max_tokens(error_text: str) -> int | None:
+    """RTY-11: a lower ``max_tokens`` that fits the window stated in a 400, or None."""
+    m, i = _CTX_MAX.search(error_text), _CTX_INPUT.search(error_text)
+    if not (m and i):
+        return None
+    room = int(m.group(1)) - int(i.group(1)) - 16  # small margin for counting differences
+    return room if room > 0 else None
+
+
+@dataclass
+class _Reply:
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    msg_id: str | None = None
+
+
+@dataclass
+class _Attempt:
+    """One HTTP request in flight."""
+
+    request_id: int
+    purpose: str  # chat | title | compact
+    stream: bool
+    body: dict[str, Any]
+    status: int | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    received_at: datetime | None = None
+    reply: _Reply = field(default_factory=_Reply)
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+class TurnCore:
+    """One user turn of the reference agent, without I/O. See the module docstring."""
+
+    def __init__(
+        self,
+        start: Mapping[str, Any],
+        *,
+        behaviours: Behaviours = Behaviours(),  # noqa: B008 - frozen, shared safely
+        rand: Callable[[], float] | random.Random | None = None,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """``start``: the adapter start message. ``rand``: jitter source, floats in [0, 1].
+
+        ``tools``: the OpenAI ``tools`` entries to offer (default: those of ``start``).
+        """
+        self.start = dict(start)
+        self.b = behaviours
+        if isinstance(rand, random.Random):
+            rand = rand.random
+        self._rand: Callable[[], float] = rand or random.Random().random
+        self.config: dict[str, Any] = dict(self.start.get("config") or {})
+        self.tools = list(tools) if tools is not None else _tools_of(self.start)
+        self.model = str(self.start.get("model", ""))
+        self.phase = Phase.START
+        self.reason: str | None = None  # the EndTurn reason once ended
+        self.now = 0.0
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
+        self.messages: list[dict[str, Any]] = []
+        self.loops = LoopDetector()
+        self.counter = TruncationCounter()
+        self.user_limit = self.config.get("max_output_tokens")
+        self.max_tokens = int(self.user_limit or DEFAULT_MAX_TOKENS)
+        self.calls_left = int(self.config.get("max_tool_calls") or 50)
+        self.steps_left = self.calls_left + EXTRA_STEPS
+        self.overloads = 0
+        self.compaction_failures = 0
+        self._raised = self._lowered = self._compacted = False
+        self._ids = self._request_ids = self._timer_ids = self._dumps = 0
+        self._out: list[Action] = []
+        self._attempt: _Attempt | None = None
+        self._wait_timer: int | None = None
+        self._idle_timer: int | None = None
+        # The current step: its body (without "stream"), its mode and that mode's budget.
+        self._body: dict[str, Any] = {}
+        self._stream = True
+        self._retries = 0
+        self._empties = 0
+        self._fallback_why: str | None = None  # set once the non-streaming fallback is taken
+        self._pending_error: tuple[str, str] | None = None  # shown if compaction fails
+        self._calls: list[dict[str, Any]] = []  # tool calls of the reply still to run
+        self._running: str | None = None  # call id of the running tool
+        self._truncated = False
+        self._reminders: list[str] = []
+
+    # ---- public interface --------------------------------------------------------------
+    @property
+    def ended(self) -> bool:
+        return self.phase is Phase.DONE
+
+    def begin(self, now: float = 0.0) -> list[Action]:
+        """Start the turn: history repair, the optional title request, the first request."""
+        if self.phase is not Phase.START:
+            raise CoreError(f"begin() called twice (phase {self.phase.value})")
+        self.now = now
+        messages = list(self.start.get("history") or [])
+        if self.b.history_repair:
+            repaired, added = repair_history(messages)
+            if added and self.config.get("training_data_mode"):
+                # Fabricated results would poison training data: refuse instead of repairing.
+                self._error(
+                    "bad_request",
+                    f"History has {added} tool call(s) without results; training-data mode "
+                    "refuses to add placeholder results.",
+                )
+                return self._flush()
+            messages = repaired
+        messages.append({"role": "user", "content": self.start.get("prompt", "")})
+        self.messages = messages
+        if self.config.get("background_title"):
+            self._send_aux("title", _title_body(self.start))
+            self.phase = Phase.TITLE
+        else:
+            self._next_step()
+        return self._flush()
+
+    def handle(self, event: Event, now: float = 0.0) -> list[Action]:
+        """Feed one event; returns the actions to carry out, in order."""
+        self.now = now
+        if self.phase is Phase.START:
+            raise CoreError("handle() before begin()")
+        if self.phase is Phase.DONE:
+            return []
+        if isinstance(event, Aborted):
+            self._abort()
+            return self._flush()
+        if self._stale(event):
+            return []
+        if type(event) not in ACCEPTS[self.phase]:
+            raise CoreError(
+                f"{type(event).__name__} cannot be handled in phase {self.phase.value!r}; "
+                f"it accepts {sorted(t.__name__ for t in ACCEPTS[self.phase])}"
+            )
+        if self.phase is Phase.TITLE:
+            self._on_title(event)
+        elif self.phase is Phase.COMPACT:
+            self._on_compaction(event)
+        elif self.phase is Phase.TOOLS:
+            assert isinstance(event, ToolDone)
+            self._on_tool_done(event)
+        elif self.phase is Phase.STOP_HOOK:
+            assert isinstance(event, StopHookDone)
+            if event.blocked is not None:
+                self._show_message("system", f"Stop hook blocked: {event.blocked}")
+            self._end("completed")
+        elif self.phase is Phase.WAIT:
+            self._wait_timer = None
+            self._send()
+        else:
+            self._on_chat(event)
+        return self._flush()
+
+    # ---- plumbing ----------------------------------------------------------------------
+    def _flush(self) -> list[Action]:
+        out, self._out = self._out, []
+        return out
+
+    def _stale(self, event: Event) -> bool:
+        rid = getattr(event, "request_id", None)
+        if rid is not None:
+            return self._attempt is None or rid != self._attempt.request_id
+        if isinstance(event, TimerFired):
+            return event.timer_id not in (self._wait_timer, self._idle_timer)
+        if isinstance(event, ToolDone):
+            return self.phase is not Phase.TOOLS or event.call_id != self._running
+        if isinstance(event, StopHookDone):
+            return self.phase is not Phase.STOP_HOOK
+        return False
+
+    def _new_id(self) -> str:
+        self._ids += 1
+        return f"m{self._ids}"
+
+    def _start_timer(self, delay_s: float, purpose: str) -> int:
+        self._timer_ids += 1
+        self._out.append(StartTimer(self._timer_ids, max(0.0, delay_s), purpose))
+        return self._timer_ids
+
+    def _cancel_idle(self) -> None:
+        if self._idle_timer is not None:
+            self._out.append(CancelTimer(self._idle_timer))
+            self._idle_timer = None
+
+    def _close_attempt(self, *, cancel: bool = False) -> _Attempt:
+        """The current attempt is over: later events about it are stale."""
+        attempt = self._attempt
+        assert attempt is not None
+        self._cancel_idle()
+        if cancel:
+            self._out.append(CancelRequest(attempt.request_id))
+        self._attempt = None
+        return attempt
+
+    def _show_message(self, role: str, text: str, *, meta: bool = False) -> None:
+        self._out.append(EmitMessage(self._new_id(), role, text, None, None, meta))
+
+    def _error(self, kind: str, message: str) -> None:
+        self._out.append(ShowError(kind, message))
+        self._end("error")
+
+    def _end(self, reason: str) -> None:
+        if reason != "aborted" and (self.usage["prompt_tokens"] or self.usage["completion_tokens"]):
+            self._out.append(ReportUsage(**self.usage))
+        self._out.append(EndTurn(reason))
+        self.reason = reason
+        self.phase = Phase.DONE
+
+    def _abort(self) -> None:
+        # Nothing is sent after an abort: no retry, no fallback, no continuation (CTL-01).
+        if self._attempt is not None:
+            self._close_attempt(cancel=True)
+        if self._wait_timer is not None:
+            self._out.append(CancelTimer(self._wait_timer))
+            self._wait_timer = None
+        self._end("aborted")
+
+    # ---- steps -------------------------------------------------------------------------
+    def _next_step(self) -> None:
+        if self.steps_left <= 0:
+            self._error("bad_request", "Turn step limit reached.")
+            return
+        self.steps_left -= 1
+        first = self.model == str(self.start.get("model", ""))
+        wire = list(self.messages) if first else strip_private(self.messages)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": wire,
+            "max_tokens": self.max_tokens,
+        }
+        blocked = self.loops.blocked_tools() if self.b.loop_detection else set()
+        offered = [t for t in self.tools if _tool_name(t) not in blocked]
+        if offered:
+            body["tools"] = offered
+        self._body = body
+        self._fallback_why = None
+        self._start_mode(self.start.get("stream", True) is not False)
+
+    def _start_mode(self, stream: bool) -> None:
+        self._stream = stream
+        self._retries = 0
+        self._empties = 0
+        self._send()
+
+    def _send(self) -> None:
+        self._request_ids += 1
+        body = {**self._body, "stream": self._stream}
+        self._attempt = _Attempt(self._request_ids, "chat", self._stream, body)
+        self._out.append(SendRequest(self._request_ids, body, "chat"))
+        self.phase = Phase.REQUEST
+
+    def _send_aux(self, purpose: str, body: dict[str, Any]) -> None:
+        self._request_ids += 1
+        self._attempt = _Attempt(self._request_ids, purpose, False, body)
+        self._out.append(SendRequest(self._request_ids, body, purpose))
+
+    def _fallback_allowed(self) -> bool:
+        return self.b.stream_fallback and self.config.get("stream_fallback", True) is not False
+
+    # ---- a chat attempt ----------------------------------------------------------------
+    def _on_chat(self, event: Event) -> None:
+        attempt = self._attempt
+        assert attempt is not None
+        if isinstance(event, ConnectFailed):
+            self._close_attempt()
+            self._attempt_failed(None, {}, event.reason or event.kind, event.kind, None)
+        elif isinstance(event, HeadersReceived):
+            attempt.status, attempt.headers = event.status, dict(event.headers)
+            attempt.received_at = event.received_at
+            self.phase = Phase.BODY
+            if event.status == 200 and attempt.stream and self.b.idle_watchdog:
+                self._idle_timer = self._start_timer(IDLE_TIMEOUT_S, "idle")
+        elif isinstance(event, TimerFired):
+            self._idle_timer = None  # it fired: nothing to cancel
+            self._stream_failed("no data for the idle time limit")
+        elif isinstance(event, Chunk):
+            if attempt.status != 200 or not attempt.stream:
+                raise CoreError(f"Chunk for request {attempt.request_id}, which is not a stream")
+            self._on_chunk(attempt, event.data)
+        elif isinstance(event, BodyFailed):
+            if attempt.status != 200:
+                self._close_attempt()
+                self._attempt_failed(attempt.status, attempt.headers, event.reason, None, None)
+            elif attempt.stream:
+                self._stream_failed(event.reason or "the body failed")
+            else:
+                self._close_attempt()
+                self._attempt_failed(None, {}, event.reason or "reset", "reset", None)
+        elif isinstance(event, BodyEnded):
+            if attempt.status == 200 and attempt.stream:
+                self._stream_complete(attempt, cancel=False)
+                return
+            self._close_attempt()
+            if attempt.status != 200:
+                text = event.body[:500]
+                if attempt.status == 400:
+                    self._dump(attempt.body, text)
+                self._attempt_failed(
+                    attempt.status, attempt.headers, text, None, attempt.received_at
+                )
+            else:
+                self._on_full_body(event.body)
+
+    def _on_chunk(self, attempt: _Attempt, data: str) -> None:
+        if data == "[DONE]":
+            # Completion is judged by finish_reason; stop reading what may follow.
+            self._stream_complete(attempt, cancel=True)
+            return
+        try:
+            parsed = json.loads(data)
+        except json.JSONDecodeError:
+            self._stream_failed(f"malformed event: {data[:80]!r}")
+            return
+        if not isinstance(parsed, dict) or "error" in parsed:
+            self._stream_failed(f"error event: {data[:200]}")
+            return
+        r = attempt.reply
+        if parsed.get("usage"):
+            r.usage = parsed["usage"]
+        for ch in parsed.get("choices") or []:
+            if not isinstance(ch, dict):
+                continue
+            delta = ch.get("delta") or {}
+            r.content += str(delta.get("content") or "")
+            r.reasoning += str(delta.get("reasoning_content") or "")
+            for tc in delta.get("tool_calls") or []:
+                slot = attempt.calls.setdefault(
+                    tc.get("index", 0),
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+                )
+                slot["id"] = tc.get("id") or slot["id"]
+                fn = tc.get("function") or {}
+                slot["function"]["name"] += fn.get("name") or ""
+                slot["function"]["arguments"] += fn.get("arguments") or ""
+            if ch.get("finish_reason"):
+                r.finish_reason = ch["finish_reason"]
+        r.tool_calls = [attempt.calls[i] for i in sorted(attempt.calls)]
+        if r.content or r.reasoning or r.tool_calls:
+            r.msg_id = r.msg_id or self._new_id()
+            self._show_reply(r)
+        if self._idle_timer is not None:
+            # Any data resets the idle watchdog.
+            self._cancel_idle()
+            self._idle_timer = self._start_timer(IDLE_TIMEOUT_S, "idle")
+
+    def _show_reply(self, r: _Reply) -> None:
+        self._out.append(
+            EmitMessage(
+                r.msg_id or self._new_id(),
+                "assistant",
+                r.content,
+                r.reasoning or None,
+                copy.deepcopy(r.tool_calls) or None,  # later chunks must not alter it
+                False,
+            )
+        )
+
+    def _stream_complete(self, attempt: _Attempt, *, cancel: bool) -> None:
+        if attempt.reply.finish_reason is None:
+            self._stream_failed("stream ended without finish_reason")
+            return
+        self._close_attempt(cancel=cancel)
+        self._got_reply(attempt.reply)
+
+    def _stream_failed(self, why: str) -> None:
+        """The streaming body failed after the headers: withdraw, then fall back or surface."""
+        attempt = self._close_attempt(cancel=True)
+        msg_id = attempt.reply.msg_id
+        if msg_id is not None and self.b.remove_partial_messages:
+            self._out.append(RemoveMessage(msg_id))
+        if not self._fallback_allowed():
+            self._step_failed("stream", f"The response stream failed: {why}", "")
+            return
+        self._fallback_why = f"stream failed ({why})"
+        self._start_mode(False)
+
+    def _on_full_body(self, text: str) -> None:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            self._attempt_failed(None, {}, f"unreadable body: {exc.msg}", "reset", None)
+            return
+        reply = _parse_full(data)
+        if reply is None:
+            self._empties += 1
+            if self._empties > MAX_EMPTY_REPLIES:
+                self._surface("server", "The model kept returning empty replies")
+            else:
+                self._send()
+            return
+        reply.msg_id = self._new_id()
+        self._show_reply(reply)
+        self._got_reply(reply)
+
+    def _attempt_failed(
+        self,
+        status: int | None,
+        headers: Mapping[str, str],
+        text: str,
+        conn: str | None,
+        received_at: datetime | None,
+    ) -> None:
+        self.overloads = self.overloads + 1 if status == 529 else 0
+        fb = self.config.get("fallback_model")
+        if (
+            self.b.model_fallback
+            and fb
+            and self.model != fb
+            and self.overloads >= OVERLOADS_BEFORE_FALLBACK
+        ):
+            # Switch models and resend at once; the new model starts a fresh budget.
+            self.model, self.overloads, self._retries = str(fb), 0, 0
+            self._body = {
+                **self._body,
+                "model": self.model,
+                "messages": strip_private(self._body["messages"]),
+            }
+            self._send()
+            return
+        if status is None and conn not in retry.CONNECTION_ERROR_KINDS:
+            conn = "reset"
+        d = retry.decide(
+            retries_done=self._retries,
+            now=received_at or _EPOCH,
+            rand=self._rand,
+            status=status,
+            connection_error=conn if status is None else None,
+            headers=headers,
+            honour_retry_after=self.b.honour_retry_after,
+            backoff=self.b.backoff,
+        )
+        allowed = d.retry
+        if status is None and not self.b.retry_connection_errors:
+            allowed = False
+        if status is not None and status >= 500 and not self.b.retry_5xx:
+            allowed = False
+        if not allowed:
+            exhausted = d.retry or self._retries > 0 or "after" in d.reason
+            msg = f"{d.reason}: {text}" if text else d.reason
+            if self._retries:
+                msg += f" (after {self._retries} retries)"
+            self._surface(
+                "prompt_too_long" if "context_length_exceeded" in text else d.kind,
+                msg,
+                body=text,
+                fallback_ok=exhausted
+                and d.delay_s is None
+                and (status is None or status in retry.RETRYABLE_STATUSES or status >= 500),
+            )
+            return
+        if not self.b.withhold_errors:
+            self._out.append(ShowError(d.kind, d.reason))
+        self._retries += 1
+        self._out.append(NoteRetry(self._retries, d.delay_s, d.reason))
+        self._wait_timer = self._start_timer(d.delay_s or 0.0, "wait")
+        self.phase = Phase.WAIT
+
+    def _surface(
+        self, kind: str, message: str, *, body: str = "", fallback_ok: bool = False
+    ) -> None:
+        """Recovery in this mode is over: fall back to non-streaming once, or fail the step."""
+        if self._stream and fallback_ok and self._fallback_allowed():
+            self._fallback_why = message
+            self._start_mode(False)
+            return
+        if self._fallback_why is not None:
+            message = f"{message}; {self._fallback_why}; after a non-streaming fallback"
+        self._step_failed(kind, message, body)
+
+    def _step_failed(self, kind: str, message: str, body: str) -> None:
+        fixed = corrected_max_tokens(body) if self.b.context_recovery else None
+        if fixed is not None and fixed < self.max_tokens and not self._lowered:
+            self.max_tokens, self._lowered = fixed, True
+            self._next_step()
+            return
+        if (
+            kind == "prompt_too_long"
+            and self.b.context_recovery
+            and not self._compacted
+            and self.compaction_failures < MAX_COMPACTION_FAILURES
+        ):
+            self._compacted = True  # one reactive compaction per user turn
+            self._pending_error = (kind, message)
+            self._send_aux("compact", _compaction_body(self.model, self.messages))
+            self.phase = Phase.COMPACT
+            return
+        self._error(kind, message)
+
+    def _dump(self, payload: dict[str, Any], error: str) -> None:
+        """Decide on a debug dump of a rejected request; the driver writes and redacts it."""
+        if not self.start.get("debug_dir"):
+            return
+        self._dumps += 1
+        record = {
+            "messages": payload.get("messages"),
+            "model": payload.get("model"),
+            "config": self.config,
+            "error": error,
+        }
+        self._out.append(WriteDebugDump(self._dumps, record))
+
+    # ---- a reply -----------------------------------------------------------------------
+    def _got_reply(self, reply: _Reply) -> None:
+        self.loops.on_request_sent()
+        if reply.usage:
+            for k in self.usage:
+                self.usage[k] += _int(reply.usage.get(k))
+        truncated = reply.finish_reason == "length"
+        if truncated and not reply.tool_calls:
+            new = raised_limit(self.user_limit, self.max_tokens, already_raised=self._raised)
+            if self.b.output_truncation and new is not None:
+                # Resend the same messages with a larger limit; this reply is superseded.
+                self._raised, self.max_tokens = True, new
+                if reply.msg_id:
+                    self._out.append(RemoveMessage(reply.msg_id))
+                self._next_step()
+                return
+            if not self.b.continuation:
+                self._done(reply)
+                return
+            if not self.counter.on_truncation(has_tool_calls=False):
+                self._error("output_limit", OUTPUT_LIMIT_ERROR)
+                return
+            self._append(reply)
+            self.messages.append({"role": "user", "content": CONTINUATION_TEXT})
+            self._show_message("user", CONTINUATION_TEXT, meta=True)
+            self._next_step()
+            return
+        if not reply.tool_calls:
+            self._done(reply)
+            return
+        self.counter.on_tool_calls()
+        self._append(reply)
+        self._calls = list(reply.tool_calls)
+        self._truncated = truncated
+        self._reminders = []
+        self._run_next_tool()
+
+    def _append(self, r: _Reply) -> None:
+        wire = assistant_to_wire(
+            r.content, r.reasoning, r.tool_calls, preserve_reasoning=self.b.reasoning_preservation
+        )
+        if wire is not None:
+            self.messages.append(wire)
+
+    def _done(self, reply: _Reply) -> None:
+        self._append(reply)
+        if self.config.get("stop_hook") and self.start.get("tool_endpoint"):
+            self._out.append(CallStopHook())
+            self.phase = Phase.STOP_HOOK
+            return
+        self._end("completed")
+
+    def _run_next_tool(self) -> None:
+        if not self._calls:
+            for note in self._reminders:
+                # After all tool results, so the call/result pairing stays intact.
+                self.messages.append({"role": "user", "content": note})
+                self._show_message("user", note, meta=True)
+            self._reminders = []
+            self._next_step()
+            return
+        if self.calls_left <= 0:
+            self._error("bad_request", "Too many tool calls in this turn; stopping.")
+            return
+        self.calls_left -= 1
+        call = self._calls[0]
+        fn = call.get("function") or {}
+        self._running = str(call.get("id", ""))
+        self._out.append(
+            RunTool(
+                self._running,
+                str(fn.get("name", "")),
+                fn.get("arguments") or "{}",
+                self._truncated,
+            )
+        )
+        self.phase = Phase.TOOLS
+
+    def _on_tool_done(self, event: ToolDone) -> None:
+        call = self._calls.pop(0)
+        self._running = None
+        self._out.append(ShowToolResult(event.call_id, event.name, event.status, event.output))
+        self.messages.append(
+            {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
+        )
+        if self.b.loop_detection:
+            args = (call.get("function") or {}).get("arguments")
+            note = self.loops.record_tool(event.name, args, event.is_error)
+            if note:
+                self._reminders.append(note)
+        self._run_next_tool()
+
+    # ---- auxiliary requests --------------------------------------------------------------
+    def _aux_result(self, event: Event) -> tuple[bool, str | None]:
+        """(finished, body text of a 200 reply) for an auxiliary request's event."""
+        attempt = self._attempt
+        assert attempt is not None
+        if isinstance(event, HeadersReceived):
+            attempt.status = event.status
+            return False, None
+        self._close_attempt()
+        if isinstance(event, BodyEnded) and attempt.status == 200:
+            return True, event.body
+        return True, None
+
+    def _on_title(self, event: Event) -> None:
+        # One attempt, never retried (RTY-09): its outcome does not matter to the turn.
+        finished, _ = self._aux_result(event)
+        if finished:
+            self._next_step()
+
+    def _on_compaction(self, event: Event) -> None:
+        finished, text = self._aux_result(event)
+        if not finished:
+            return
+        summary = _summary_of(text)
+        if summary is None:
+            self.compaction_failures += 1
+            kind, message = self._pending_error or ("prompt_too_long", "Prompt too long")
+            self._error(kind, message)
+            return
+        self.compaction_failures = 0
+        self.messages = [
+            {"role": "user", "content": f"Summary of the conversation so far:\n{summary}"},
+            {"role": "assistant", "content": "Understood."},
+            {"role": "user", "content": self.start.get("prompt", "")},
+        ]
+        self._next_step()
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _tools_of(start: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "parameters": t.get("parameters") or {},
+            },
+        }
+        for t in start.get("tools") or []
+    ]
+
+
+def _tool_name(entry: Mapping[str, Any]) -> str:
+    return str((entry.get("function") or {}).get("name", ""))
+
+
+def _parse_full(data: Any) -> _Reply | None:
+    """A non-streaming reply, or None when it is empty (STR-16)."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        return None
+    ch = choices[0]
+    msg = ch.get("message") or {}
+    reply = _Reply(
+        str(msg.get("content") or ""),
+        str(msg.get("reasoning_content") or ""),
+        list(msg.get("tool_calls") or []),
+        ch.get("finish_reason"),
+        data.get("usage") if isinstance(data.get("usage"), dict) else None,
+    )
+    if not (reply.content or reply.reasoning or reply.tool_calls):
+        return None
+    return reply
+
+
+def _summary_of(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        summary = json.loads(text)["choices"][0]["message"]["content"]
+    except (json.JSONDecodeError, TypeError, KeyError, IndexError):
+        return None
+    return str(summary) if summary else None
+
+
+def _compaction_body(model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A summarize request: no tools, non-streaming (docs/contracts.md §5, compaction)."""
+    return {
+        "model": model,
+        "stream": False,
+        "max_tokens": 2048,
+        "messages": [
+            {"role": "system", "content": COMPACT_PROMPT},
+            {"role": "user", "content": json.dumps(messages, ensure_ascii=False)[-200000:]},
+        ],
+    }
+
+
+def _title_body(start: Mapping[str, Any]) -> dict[str, Any]:
+    """The background title request: non-streaming, no tools, never retried."""
+    return {
+        "model": start.get("model", ""),
+        "stream": False,
+        "max_tokens": 32,
+        "messages": [
+            {"role": "system", "content": TITLE_PROMPT},
+            {"role": "user", "content": str(start.get("prompt", ""))},
+        ],
+    }
