@@ -1,15 +1,31 @@
-"""Checks for tool-layer behaviour seen on the wire: TJS-01, TOL-01, LOP-01."""
+"""Checks for tool-layer behaviour seen on the wire: TJS-01, TOL-01..09 (not 06), LOP-01.
+
+Tool outcomes are read from the tool host's journal entries (what the hosted tool really
+answered, when and how often it was invoked); what the model was told is the tool result the
+next chat request carries. Agent events are never consulted here: the wire shows all of it.
+"""
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Callable
+from typing import Any
+
+import jsonschema
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.seed_strings import TRUNCATION_HINT
+from conformance.checks.tjs import (
+    OK_BEHAVIOURS,
+    follow_calls,
+    host_output,
+    repaired_arguments,
+    tool_schemas,
+)
 from conformance.checks.trn import length_finished
-from conformance.evidence import Evidence
+from conformance.evidence import Evidence, is_failed
 
 __all__ = ["CHECKS"]
 
@@ -124,8 +140,436 @@ def check_lop_01(ev: Evidence) -> Finding:
     return failed(expected, f"seq {later[0].get('seq')} carries no reminder naming {tool!r}")
 
 
+# --- TOL-02 ---------------------------------------------------------------------------------
+_TYPE_WORDS = {
+    "integer": ("integer", "int"),
+    "number": ("number", "float", "numeric"),
+    "string": ("string", "str", "text"),
+    "boolean": ("boolean", "bool"),
+    "array": ("array", "list"),
+    "object": ("object", "dict", "mapping"),
+    "null": ("null", "none"),
+}
+
+
+def _type_req(t: Any) -> tuple[str, ...]:
+    types = t if isinstance(t, list) else [t]
+    return tuple(w for x in types for w in _TYPE_WORDS.get(str(x), (str(x),)))
+
+
+def _violations(args: dict, schema: dict) -> list[tuple[str | None, list[tuple[str, ...]]]]:
+    """(field, requirements) per schema violation; each requirement is a set of alternatives."""
+    cls = jsonschema.validators.validator_for(schema)
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    props = schema.get("properties") or {}
+    out: list[tuple[str | None, list[tuple[str, ...]]]] = []
+    for err in validator.iter_errors(args):
+        path = [str(p) for p in err.absolute_path]
+        fld = path[-1] if path else None
+        v, val = err.validator, err.validator_value
+        if v == "type":
+            if isinstance(err.instance, str) and val in ("object", "array"):
+                try:  # an object sent as a string is TJS-06's repair, not a violation
+                    inner = json.loads(err.instance)
+                    if isinstance(inner, dict if val == "object" else list):
+                        continue
+                except ValueError:
+                    pass
+            out.append((fld, [_type_req(val)]))
+        elif v == "required":
+            for k in val:
+                if isinstance(err.instance, dict) and k not in err.instance:
+                    t = (props.get(k) or {}).get("type") if not path else None
+                    out.append((k, [_type_req(t)] if t else []))
+        elif v == "enum":
+            out.append((fld, [(json.dumps(x).strip('"'),) for x in val]))
+        elif v == "format":
+            out.append((fld, [(str(val),)]))
+        elif v == "additionalProperties" and isinstance(err.instance, dict):
+            for k in err.instance:
+                if k not in props:
+                    out.append((k, []))
+        else:
+            req = [(json.dumps(val).strip('"'),)] if isinstance(val, str | int | float) else []
+            out.append((fld, req))
+    return out
+
+
+def check_tol_02(ev: Evidence) -> Finding:
+    """Arguments violating the schema: not executed, an error naming the field and the type."""
+    expected = (
+        "a call whose arguments violate the tool's schema is not executed and its result names "
+        "each wrong field and what it expects (type, format or allowed values)"
+    )
+    schemas = tool_schemas(ev)
+    judged = 0
+    for call in follow_calls(ev):
+        schema = schemas.get(call.name)
+        if call.truncated or not schema:
+            continue
+        try:
+            args = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            continue
+        if not isinstance(args, dict) or repaired_arguments(call.arguments, schema) is not None:
+            continue
+        found = _violations(args, schema)
+        if not found:
+            continue
+        judged += 1
+        where = f"call {call.id!r} ({call.arguments!r})"
+        if call.executions:
+            return failed(expected, f"{where} was executed despite violating the schema")
+        if call.result is None:
+            return failed(expected, f"{where}: no tool result sent back")
+        low = call.result.lower()
+        for fld, reqs in found:
+            if fld is not None and fld.lower() not in low:
+                return failed(
+                    expected, f"{where}: result does not name {fld!r}: {call.result[:200]!r}"
+                )
+            for alts in reqs:
+                if not any(re.search(rf"(?<!\w){re.escape(a.lower())}(?!\w)", low) for a in alts):
+                    return failed(
+                        expected,
+                        f"{where}: result does not say {fld!r} expects {' / '.join(alts)}: "
+                        f"{call.result[:200]!r}",
+                    )
+    if not judged:
+        return not_applicable(expected, "no call violated its tool's schema in this run")
+    return passed(expected, f"{judged} schema violation(s) reported with field and expectation")
+
+
+# --- TOL-03 ---------------------------------------------------------------------------------
+def check_tol_03(ev: Evidence) -> Finding:
+    """A tool that raises becomes an error result carrying its message; the loop goes on."""
+    expected = (
+        "a tool that fails with an execution error becomes a tool result carrying its message, "
+        "sent back to the model in the next request"
+    )
+    judged = 0
+    for call in follow_calls(ev):
+        for ex in call.executions:
+            if ex.get("behaviour") != "error":
+                continue
+            judged += 1
+            _out, err = host_output(ex)
+            msg = str((err or {}).get("message") or "")
+            if call.result is None:
+                return failed(expected, f"call {call.id!r}: the error never reached the model")
+            if msg and msg not in call.result:
+                return failed(
+                    expected, f"call {call.id!r}: result lacks {msg!r}: {call.result[:200]!r}"
+                )
+            break
+    if not judged:
+        return not_applicable(expected, "no hosted tool failed with an execution error")
+    return passed(expected, f"{judged} tool error(s) fed back to the model")
+
+
+# --- TOL-04 ---------------------------------------------------------------------------------
+_TIMEOUT_WORDS = ("timed out", "timeout", "time out", "time limit", "超时")
+
+
+def _states_limit(text: str, limit: float) -> bool:
+    sec = re.escape(f"{limit:g}")
+    ms = re.escape(f"{limit * 1000:g}")
+    pat = (
+        rf"(?<![\d.]){sec}(\.0+)?\s*(seconds?|secs?|s|秒)(?![a-z])"
+        rf"|(?<![\d.]){ms}(\.0+)?\s*(milliseconds?|ms|毫秒)(?![a-z])"
+    )
+    return re.search(pat, text.lower()) is not None
+
+
+def _chat_by_seq(ev: Evidence) -> dict[Any, dict]:
+    return {e.get("seq"): e for e in ev.chat()}
+
+
+def _ns(e: dict) -> int:
+    return int(e.get("t_arrival_ns", 0))
+
+
+def _end_ns(e: dict) -> int:
+    return int((e.get("response") or {}).get("t_end_ns") or _ns(e))
+
+
+def check_tol_04(ev: Evidence) -> Finding:
+    """A tool past the configured limit is abandoned at the limit and reported with it."""
+    limit = (ev.scenario.get("config") or {}).get("tool_timeout_s")
+    expected = (
+        f"a tool still running at the limit ({limit} s) is stopped then, and its result says "
+        "it timed out, stating the limit"
+    )
+    if not isinstance(limit, int | float) or limit <= 0:
+        return not_applicable(expected, "the scenario sets no config.tool_timeout_s")
+    by_seq = _chat_by_seq(ev)
+    judged = 0
+    for call in follow_calls(ev):
+        for k, ex in enumerate(call.executions):
+            if ex.get("behaviour") != "hang":
+                continue
+            # No response recorded: the agent hung up before the tool answered.
+            hang = (_end_ns(ex) - _ns(ex)) / 1e9 / ev.time_scale if ex.get("response") else None
+            if hang is not None and hang <= limit + ev.slack:
+                continue  # the tool answered within the limit: nothing to stop
+            judged += 1
+            where = f"call {call.id!r}"
+            if call.result is None:
+                return failed(expected, f"{where}: no tool result sent back")
+            res_entry = by_seq.get(call.result_seq)
+            nxt = [_ns(x) for x in call.executions[k + 1 :]] + (
+                [_ns(res_entry)] if res_entry else []
+            )
+            moved = (min(nxt) - _ns(ex)) / 1e9 / ev.time_scale if nxt else None
+            if moved is None:
+                return failed(expected, f"{where}: nothing followed the tool call")
+            if hang is not None and moved >= hang:
+                return failed(
+                    expected, f"{where}: the agent waited for the tool's own reply ({hang:.2f} s)"
+                )
+            if moved < limit - ev.slack:
+                return failed(
+                    expected, f"{where}: abandoned after {moved:.2f} s, before the {limit} s limit"
+                )
+            low = call.result.lower()
+            if not any(w in low for w in _TIMEOUT_WORDS):
+                return failed(
+                    expected, f"{where}: result does not say timed out: {call.result[:200]!r}"
+                )
+            if not _states_limit(call.result, float(limit)):
+                return failed(
+                    expected, f"{where}: result does not state {limit} s: {call.result[:200]!r}"
+                )
+            break
+    if not judged:
+        return not_applicable(expected, "no hosted tool ran past the configured limit")
+    return passed(expected, f"{judged} timed-out call(s) stopped at the limit and reported")
+
+
+# --- TOL-05 ---------------------------------------------------------------------------------
+_HOW_TO = re.compile(
+    r"\b(ask|allow|grant|approv|authori[sz]|request (access|permission)|enable)|授权|允许|申请",
+    re.IGNORECASE,
+)
+
+
+def check_tol_05(ev: Evidence) -> Finding:
+    """A permission denial: the reason and how to get permission; the call is not repeated."""
+    expected = (
+        "a denied call's result gives the reason and how to obtain permission, and the agent "
+        "does not invoke the tool again for it"
+    )
+    judged = 0
+    for call in follow_calls(ev):
+        for k, ex in enumerate(call.executions):
+            if ex.get("behaviour") != "permission_denied":
+                continue
+            judged += 1
+            where = f"call {call.id!r}"
+            again = [
+                x for x in call.executions[k + 1 :] if x.get("arguments") == ex.get("arguments")
+            ]
+            if again:
+                return failed(expected, f"{where}: denied call invoked again {len(again)} time(s)")
+            if call.result is None:
+                return failed(expected, f"{where}: no tool result sent back")
+            reason = str((host_output(ex)[1] or {}).get("message") or "")
+            if reason and reason not in call.result:
+                return failed(
+                    expected, f"{where}: result lacks the reason {reason!r}: {call.result[:200]!r}"
+                )
+            if not _HOW_TO.search(call.result):
+                return failed(
+                    expected,
+                    f"{where}: result says nothing of obtaining permission: {call.result[:200]!r}",
+                )
+            break
+    if not judged:
+        return not_applicable(expected, "no hosted tool denied permission in this run")
+    return passed(expected, f"{judged} denial(s) explained, none repeated")
+
+
+# --- TOL-07 ---------------------------------------------------------------------------------
+_RETRY_TRACES = ("transient", "503", "504", "retr", "timed out", "timeout")
+
+
+def check_tol_07(ev: Evidence) -> Finding:
+    """Transient tool failures are retried by the agent and not shown to the model."""
+    expected = (
+        "after a transient tool failure (503 transient, or a timeout the tool reported) the "
+        "agent invokes the tool again before the next chat request; when a retry succeeds the "
+        "model sees only the output, with no trace of the failure"
+    )
+    by_seq = _chat_by_seq(ev)
+    judged = 0
+    for call in follow_calls(ev):
+        exs = call.executions
+        res_entry = by_seq.get(call.result_seq)
+        for k, ex in enumerate(exs):
+            beh = ex.get("behaviour")
+            nxt = [_ns(x) for x in exs[k + 1 :]] + ([_ns(res_entry)] if res_entry else [])
+            seen = beh == "hang" and nxt and _end_ns(ex) <= min(nxt)
+            if beh != "transient" and not seen:
+                continue
+            judged += 1
+            where = f"call {call.id!r}"
+            retries = [x for x in exs[k + 1 :] if x.get("arguments") == ex.get("arguments")]
+            if not retries:
+                return failed(
+                    expected,
+                    f"{where}: {beh} failure not retried; the model got {(call.result or '')[:200]!r}",
+                )
+            ok = next((x for x in retries if x.get("behaviour") in OK_BEHAVIOURS), None)
+            if ok is None:
+                break  # every retry failed: the model must be told, which TOL-06 sees to
+            if call.result is None:
+                return failed(expected, f"{where}: no tool result sent back")
+            out = host_output(ok)[0] or ""
+            if out and out[:200] not in call.result:
+                return failed(
+                    expected, f"{where}: result lacks the retried output: {call.result[:200]!r}"
+                )
+            low = call.result.replace(out, "").lower()
+            msg = str((host_output(ex)[1] or {}).get("message") or "")
+            trace = next((t for t in _RETRY_TRACES if t in low), None)
+            later = [x for x in ev.chat() if _ns(x) > _ns(ex)]
+            if msg and any(msg in json.dumps((x.get("body") or {}).get("messages")) for x in later):
+                trace = msg
+            if trace:
+                return failed(
+                    expected,
+                    f"{where}: the model sees the failure ({trace!r}): {call.result[:200]!r}",
+                )
+            break
+    if not judged:
+        return not_applicable(expected, "no transient tool failure in this run")
+    return passed(expected, f"{judged} transient failure(s) retried out of the model's sight")
+
+
+# --- TOL-08 ---------------------------------------------------------------------------------
+def check_tol_08(ev: Evidence) -> Finding:
+    """A tool failure never makes the agent resend the chat request that asked for the tool."""
+    expected = "after a failed tool call, no chat request repeats the messages of the one before it"
+    chat = ev.chat()
+    judged = 0
+    for t in ev.tool_entries():
+        if t.get("behaviour") in OK_BEHAVIOURS or t.get("harness_error"):
+            continue
+        before = [e for e in chat if _ns(e) < _ns(t)]
+        if not before:
+            continue
+        prev = before[-1]
+        if is_failed(prev) or length_finished(prev):
+            continue  # a resend after a failed or cut response is RTY/TRN business
+        judged += 1
+        key = json.dumps((prev.get("body") or {}).get("messages"), sort_keys=True)
+        for e in chat:
+            if (
+                _ns(e) > _ns(t)
+                and json.dumps((e.get("body") or {}).get("messages"), sort_keys=True) == key
+            ):
+                return failed(
+                    expected,
+                    f"tool {t.get('tool')!r} failed ({t.get('behaviour')}); seq {e.get('seq')} "
+                    f"resends the messages of seq {prev.get('seq')}",
+                )
+    if not judged:
+        return not_applicable(expected, "no tool call failed after a complete response")
+    return passed(expected, f"{judged} tool failure(s), no chat request resent")
+
+
+# --- TOL-09 ---------------------------------------------------------------------------------
+_STATUS_WORDS = {
+    "completed": re.compile(r"\b(completed?|succeeded|success(ful)?|ok|done)\b|成功", re.I),
+    "failed": re.compile(r"\b(failed|failure|error)\b|失败", re.I),
+    "skipped": re.compile(r"\b(skipped|skip|not run)\b|跳过", re.I),
+}
+
+
+def _item_label(item: dict, items: list[dict]) -> str | None:
+    """A string argument value of ``item`` that no other item has (e.g. its path)."""
+    args = item.get("arguments") if isinstance(item.get("arguments"), dict) else {}
+    others = [
+        v
+        for o in items
+        if o is not item and isinstance(o.get("arguments"), dict)
+        for v in o["arguments"].values()
+    ]
+    for key in ("path", *args):
+        v = args.get(key)
+        if isinstance(v, str) and v and v not in others:
+            return v
+    return None
+
+
+def check_tol_09(ev: Evidence) -> Finding:
+    """The batch tool's result reports each item as completed, failed or skipped, truthfully."""
+    expected = (
+        "the result of a 'batch' call names each item with its status as the tool host saw it: "
+        "completed (ran, succeeded), failed (ran, failed) or skipped (never ran)"
+    )
+    judged = 0
+    tools = ev.tool_entries()
+    chat = ev.chat()
+    for call in follow_calls(ev):
+        if call.name != "batch":
+            continue
+        try:
+            items = (json.loads(call.arguments) or {}).get("items")
+        except (ValueError, AttributeError):
+            continue
+        if not isinstance(items, list) or not items:
+            continue
+        judged += 1
+        start = _ns(call.entry)
+        later = [_ns(e) for e in chat if _ns(e) > start]
+        end = min(later) if later else None
+        pool = [t for t in tools if _ns(t) >= start and (end is None or _ns(t) < end)]
+        if call.result is None:
+            return failed(expected, f"batch call {call.id!r}: no tool result sent back")
+        lines = call.result.splitlines()
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                continue
+            hit = next(
+                (
+                    t
+                    for t in pool
+                    if t.get("tool") == item.get("tool")
+                    and t.get("arguments") == item.get("arguments")
+                ),
+                None,
+            )
+            if hit is not None:
+                pool.remove(hit)
+            status = (
+                "skipped"
+                if hit is None
+                else ("completed" if hit.get("behaviour") in OK_BEHAVIOURS else "failed")
+            )
+            label = _item_label(item, items)
+            if label is None:
+                continue
+            mine = [ln for ln in lines if label in ln]
+            if not any(_STATUS_WORDS[status].search(ln) for ln in mine):
+                return failed(
+                    expected,
+                    f"item {n} ({label}) was {status} on the wire; result lines: {mine[:3]!r}",
+                )
+    if not judged:
+        return not_applicable(expected, "no call to a 'batch' tool with items in this run")
+    return passed(expected, f"{judged} batch result(s) report every item truthfully")
+
+
 CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "TJS-01": check_tjs_01,
     "TOL-01": check_tol_01,
     "LOP-01": check_lop_01,
+    "TOL-02": check_tol_02,
+    "TOL-03": check_tol_03,
+    "TOL-04": check_tol_04,
+    "TOL-05": check_tol_05,
+    "TOL-07": check_tol_07,
+    "TOL-08": check_tol_08,
+    "TOL-09": check_tol_09,
 }
