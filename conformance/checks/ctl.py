@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
@@ -46,7 +47,42 @@ def check_err_02(ev: Evidence) -> Finding:
     return passed(expected, f"turn {reason}, {len(errors)} error(s) shown")
 
 
+def _blocked(entry: dict) -> str | None:
+    """The hook's reason when a stop_hook reply is a block (``error.type == "blocked"``)."""
+    try:
+        data = json.loads((entry.get("response") or {}).get("sent") or "null")
+    except ValueError:
+        return None
+    err = data.get("error") if isinstance(data, dict) else None
+    if isinstance(err, dict) and err.get("type") == "blocked":
+        return str(err.get("message") or "")
+    return None
+
+
+def check_ctl_02(ev: Evidence) -> Finding:
+    """After a stop hook's block, the hook is not called again and the turn is not rerun."""
+    expected = "after the hook's block: no further stop_hook call and no further model request"
+    hooks = [e for e in ev.tool_entries() if e.get("tool") == "stop_hook"]
+    block = next((e for e in hooks if _blocked(e) is not None), None)
+    if block is None:
+        return not_applicable(expected, "no stop hook blocked in this run")
+    t0 = block.get("t_arrival_ns", 0)
+    after = [
+        e
+        for e in ev.journal["entries"]
+        if e is not block and e.get("kind") in ("chat", "tool") and e.get("t_arrival_ns", 0) > t0
+    ]
+    if after:
+        e = after[0]
+        what = "stop_hook call" if e.get("tool") == "stop_hook" else f"{e.get('kind')} request"
+        return failed(
+            expected, f"{what} seq {e.get('seq')} after the block (seq {block.get('seq')})"
+        )
+    return passed(expected, f"block at seq {block.get('seq')} ({_blocked(block)!r}); nothing after")
+
+
 CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "CTL-01": check_ctl_01,
+    "CTL-02": check_ctl_02,
     "ERR-02": check_err_02,
 }

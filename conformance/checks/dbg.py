@@ -56,7 +56,47 @@ def check_dbg_02(ev: Evidence) -> Finding:
     return passed(expected, f"checked {len(places)} place(s); no secret found")
 
 
+TOOL_LOG = "tool-calls.jsonl"
+_ID_KEYS = ("call_id", "callId", "id")
+_NAME_KEYS = ("name", "tool", "toolName", "tool_name")
+
+
+def check_dbg_03(ev: Evidence) -> Finding:
+    """One JSON record per tool call in ``debug_dir/tool-calls.jsonl`` (id, name, status)."""
+    expected = f"debug_dir/{TOOL_LOG}: one JSON object per tool call with its id, name, status"
+    calls = [e for e in ev.tool_entries() if e.get("tool") != "stop_hook" and e.get("call_id")]
+    if not calls:
+        return not_applicable(expected, "no tool call reached the tool host")
+    name = next((k for k in ev.debug_files if k.rsplit("/", 1)[-1] == TOOL_LOG), None)
+    if name is None:
+        return failed(expected, f"no {TOOL_LOG} in debug_dir ({sorted(ev.debug_files)})")
+    records = []
+    for n, line in enumerate(ev.debug_files[name].splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            return failed(expected, f"{name} line {n} is not JSON: {line[:80]!r}")
+        if not isinstance(rec, dict):
+            return failed(expected, f"{name} line {n} is not an object")
+        records.append(rec)
+    for c in calls:
+        mine = [r for r in records if any(r.get(k) == c.get("call_id") for k in _ID_KEYS)]
+        if not mine:
+            return failed(expected, f"no record for call {c.get('call_id')!r} ({c.get('tool')})")
+        r = mine[0]
+        if not any(r.get(k) == c.get("tool") for k in _NAME_KEYS):
+            return failed(
+                expected, f"record for {c.get('call_id')!r} does not name {c.get('tool')!r}: {r}"
+            )
+        if "status" not in r:
+            return failed(expected, f"record for {c.get('call_id')!r} has no status: {r}")
+    return passed(expected, f"{len(calls)} tool call(s), {len(records)} record(s) in {name}")
+
+
 CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "DBG-01": check_dbg_01,
     "DBG-02": check_dbg_02,
+    "DBG-03": check_dbg_03,
 }
