@@ -15,6 +15,8 @@ from conformance import __version__
 
 __all__ = ["main", "build_parser"]
 
+DEFAULT_EXPECTATIONS = Path("conformance-expectations.yaml")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -41,14 +43,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="run an agent over the scenarios and judge every criterion",
         description="Run an agent against the scenarios on a local fake gateway and give a "
         "verdict per criterion. With no arguments: every bundled scenario against the "
-        "reference agent. Exit status: 0 when no criterion is FAIL, ERROR or TIMEOUT "
-        "(nor NON-STRICT with --strict), 1 otherwise, 2 for bad input, 130 when interrupted.",
+        "reference agent. With -n N (N > 1) or -k the run goes through pytest and "
+        "pytest-xdist: same judging, same results and report.",
+        epilog="exit status: 0 no regression (no criterion FAIL, ERROR or TIMEOUT, nor "
+        "NON-STRICT with --strict, unless the expectations file expects it); 1 a regression; "
+        "2 usage error or bad input (scenario, agent, expectations file); 130 interrupted "
+        "(SIGINT or SIGTERM: the results and report then hold the scenarios that ran).",
     )
     run.add_argument(
         "--agent",
         default="reference",
-        help="'reference' (in-process) or 'cmd:COMMAND' (a command speaking the adapter "
-        "protocol); default: reference",
+        help="'reference' (in-process), 'openai-sdk', or 'cmd:COMMAND' (a command speaking "
+        "the adapter protocol); default: reference",
     )
     run.add_argument(
         "--scenario",
@@ -67,6 +73,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--strict", action="store_true", help="NON-STRICT verdicts fail the run")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    run.add_argument(
+        "-n",
+        dest="processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run scenarios in N processes (pytest-xdist); default 1",
+    )
+    run.add_argument(
+        "-k",
+        dest="keyword",
+        default=None,
+        metavar="EXPR",
+        help="only scenarios whose name '<scenario-id>[<agent>]' matches this pytest -k expression",
+    )
+    run.add_argument(
+        "--expectations",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="YAML list of expected verdicts (criterion, verdict, reason, optional agent); "
+        "only verdicts worse than expected fail the run",
+    )
+    run.add_argument(
+        "--update-expectations",
+        action="store_true",
+        help="write the expectations file (--expectations, default "
+        f"{DEFAULT_EXPECTATIONS}) from this run, keeping existing reasons",
+    )
+    run.add_argument(
+        "--junit", type=Path, default=None, metavar="FILE", help="also write the JUnit XML here"
+    )
 
     rep = sub.add_parser(
         "report",
@@ -120,15 +158,62 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-FAILING = {"FAIL", "ERROR", "TIMEOUT"}
+def _run_via_pytest(
+    args: argparse.Namespace, files: list[Path], scale: float, command: str, tmp: Path
+) -> dict | None:
+    """Run the scenarios through pytest and the conformance plugin; return the results doc.
+
+    The plugin judges exactly as ``run_suite`` does (both call ``runner.run_scenario``); this
+    path adds pytest's -k selection and pytest-xdist's processes.
+    """
+    import pytest
+
+    ini = tmp / "pytest.ini"
+    ini.write_text("[pytest]\n", encoding="utf-8")  # the user's pytest config does not apply
+    results = tmp / "results.json"
+    words = [*map(str, files)]
+    words += ["-c", str(ini), "--rootdir", str(Path.cwd()), "--noconftest"]
+    # The entry point's registration is blocked so that -p loads the plugin exactly once,
+    # whether or not plugin autoloading is enabled.
+    words += ["-p", "no:cacheprovider", "-p", "no:terminal"]
+    words += ["-p", "no:conformance", "-p", "conformance.plugin", "--conformance"]
+    words += ["--conformance-agent", args.agent, "--conformance-time-scale", repr(scale)]
+    words += ["--conformance-results", str(results), "--conformance-command", command]
+    if args.strict:
+        words.append("--conformance-strict")
+    if args.expectations and args.expectations.exists() and not args.update_expectations:
+        words += ["--conformance-expectations", str(args.expectations)]
+    if not args.quiet:
+        words.append("--conformance-progress")
+    if args.keyword:
+        words += ["-k", args.keyword]
+    if args.processes > 1:
+        words += ["-p", "xdist", "-n", str(args.processes)]
+    rc = pytest.main(words)
+    if not results.exists():
+        print(
+            f"conformance: the pytest run ended without results (exit {int(rc)})", file=sys.stderr
+        )
+        return None
+    return json.loads(results.read_text(encoding="utf-8"))
 
 
 def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
+    import shutil
     import signal
+    import tempfile
     import threading
     import time
 
     from conformance.adapters.base import make_adapter
+    from conformance.expectations import (
+        Expectations,
+        ExpectationsError,
+        compare_results,
+        load_expectations,
+        updated_expectations,
+        write_expectations,
+    )
     from conformance.runner import DEFAULT_TIME_SCALE, results_document, run_suite
     from fakes import FakesError, Gateway, load_scenarios
     from reports import render
@@ -137,6 +222,20 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
     scale = args.time_scale if args.time_scale is not None else DEFAULT_TIME_SCALE
     if not 0 < scale <= 1:
         print(f"conformance: --time-scale must be in (0, 1], got {scale}", file=sys.stderr)
+        return 2
+    if args.processes < 1:
+        print(f"conformance: -n must be at least 1, got {args.processes}", file=sys.stderr)
+        return 2
+    exp_path = args.expectations
+    if args.update_expectations and exp_path is None:
+        exp_path = args.expectations = DEFAULT_EXPECTATIONS
+    try:
+        if exp_path is not None and (exp_path.exists() or not args.update_expectations):
+            expectations = load_expectations(exp_path)
+        else:
+            expectations = Expectations([], str(exp_path or ""))
+    except ExpectationsError as exc:
+        print(f"conformance: {exc}", file=sys.stderr)
         return 2
     try:
         scenarios = []
@@ -158,31 +257,60 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
     previous = signal.signal(signal.SIGTERM, on_term)
     stop = threading.Event()
     started = time.time()
+    # The words this run was given, not the host process's argv (main may run in-process).
+    command = "conformance " + shlex.join(words)
     progress = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     try:
-        with Gateway.running() as gw:
-            agent = run_suite(
-                gw, adapter, scenarios, time_scale=scale, progress=progress, stop=stop
+        if args.processes > 1 or args.keyword:
+            with tempfile.TemporaryDirectory(prefix="conformance-run-") as tmp:
+                files = [Path(s.source) for s in scenarios]
+                found = _run_via_pytest(args, files, scale, command, Path(tmp))
+            if found is None:
+                return 2
+            doc = found
+            if doc["run"]["interrupted"]:
+                stop.set()
+        else:
+            with Gateway.running() as gw:
+                agent = run_suite(
+                    gw, adapter, scenarios, time_scale=scale, progress=progress, stop=stop
+                )
+            doc = results_document(
+                [agent],
+                started=started,
+                time_scale=scale,
+                interrupted=stop.is_set(),
+                command=command,
             )
     finally:
         signal.signal(signal.SIGTERM, previous)
-    # The words this run was given, not the host process's argv (main may run in-process).
-    command = "conformance " + shlex.join(words)
-    doc = results_document(
-        [agent], started=started, time_scale=scale, interrupted=stop.is_set(), command=command
-    )
     if args.results:
         tmp = args.results.with_name(args.results.name + ".tmp")
         tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
         tmp.replace(args.results)  # atomic: a reader never sees half a file
+    if not doc["agents"]:
+        print("conformance: no scenario ran (none selected?)", file=sys.stderr)
+        return 130 if stop.is_set() else 2
     index = render([doc], args.report_dir)
-    verdicts = [c["verdict"] for c in agent["criteria"].values()]
+    if args.junit:
+        shutil.copyfile(index.parent / "junit.xml", args.junit)
+    verdicts = [c["verdict"] for a in doc["agents"] for c in a["criteria"].values()]
     counts = {v: verdicts.count(v) for v in sorted(set(verdicts))}
     print(", ".join(f"{n} {v}" for v, n in counts.items()) + f"; report: {index}")
     if stop.is_set():
+        if args.update_expectations:
+            print("conformance: interrupted, expectations not updated", file=sys.stderr)
         return 130
-    failing = FAILING | ({"NON-STRICT"} if args.strict else set())
-    return 1 if failing & set(verdicts) else 0
+    if args.update_expectations:
+        write_expectations(exp_path, updated_expectations(doc, expectations, strict=args.strict))
+        print(f"expectations: wrote {exp_path}")
+        return 0
+    cmp = compare_results(doc, expectations, strict=args.strict)
+    for f in cmp.fixed:
+        print(f"better than expected: {f.describe()}", file=sys.stderr)
+    for f in cmp.regressions:
+        print(f"regression: {f.describe()}", file=sys.stderr)
+    return 1 if cmp.regressions else 0
 
 
 def main(argv: list[str] | None = None) -> int:
