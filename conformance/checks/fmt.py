@@ -101,9 +101,14 @@ def _over(o: HostedOutput) -> bool:
 
 
 def _numbers(text: str) -> list[int]:
-    """Standalone integers in ``text``; thousands separators (, _ space) are accepted."""
-    found = re.findall(r"(?<![\w.])\d{1,3}(?:[,_ ]\d{3})+(?![\w])|(?<![\w.])\d+(?![\w])", text)
-    return [int(re.sub(r"[,_ ]", "", n)) for n in found]
+    """Standalone integers in ``text``; thousands separators (, _) are accepted."""
+    # ASCII word characters only: Chinese notices write numbers right against the text (共3125行).
+    found = re.findall(
+        r"(?<![0-9A-Za-z_.])\d{1,3}(?:[,_]\d{3})+(?![0-9A-Za-z_])|(?<![0-9A-Za-z_.,])\d+(?![0-9A-Za-z_])",
+        text,
+    )
+    # Zero-padded tokens (line 00042) are labels, not counts.
+    return [int(re.sub(r"[,_]", "", n)) for n in found if n == "0" or not n.startswith("0")]
 
 
 def _new_numbers(result: str, output: str) -> list[int]:
@@ -121,6 +126,8 @@ def _sizes(text: str) -> dict[str, int]:
         "characters": len(text),
         "bytes": len(text.encode("utf-8")),
         "lines": line_count(text),
+        # The seed's own code counts output.split('\n').length: one more after a final newline.
+        "lines (split)": len(text.split("\n")),
     }
 
 
