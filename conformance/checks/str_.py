@@ -516,14 +516,13 @@ def check_str_11(ev: Evidence) -> Finding:
     def of(x: dict) -> dict[str, int]:
         return {k: int(x.get(k) or 0) for k in want}
 
-    last = of(reports[-1])
-    summed = {k: sum(of(x)[k] for x in reports) for k in want}
-    # An agent may report one total or one record per request; either reading may match.
-    if want in (last, summed):
-        return passed(expected, f"recorded {want}; failed attempts' usage left out")
+    # Every usage event records usage; a turn's recorded usage is their sum.
+    got = {k: sum(of(x)[k] for x in reports) for k in want}
+    if got == want:
+        return passed(expected, f"recorded {got}; failed attempts' usage left out")
     return failed(
         expected,
-        f"recorded {last if len(reports) == 1 else summed}, successful requests carried {want} "
+        f"recorded {got}, successful requests carried {want} "
         f"(failed attempts carried {_usage_total(bad)})",
     )
 

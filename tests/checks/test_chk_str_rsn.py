@@ -1,0 +1,492 @@
+"""STR-02/04/06/07/10/11/12/13/16 and RSN-01/02/03 on hand-built evidence."""
+
+from __future__ import annotations
+
+import json
+
+from conformance.checks import run_check
+from tests.checks.synth import Journal
+
+MSGS = [{"role": "user", "content": "hi"}]
+STREAM = {"model": "m", "stream": True, "messages": MSGS}
+PLAIN = {"model": "m", "stream": False, "messages": MSGS}
+
+
+def sse(*deltas: dict, finish: str | None = None, usage: dict | None = None) -> str:
+    """SSE bytes: a role chunk, one chunk per delta, optionally a finish chunk with usage."""
+    chunks = [{"choices": [{"delta": {"role": "assistant", "content": ""}}]}]
+    chunks += [{"choices": [{"delta": d, "finish_reason": None}]} for d in deltas]
+    if finish or usage:
+        last: dict = {"choices": [{"delta": {}, "finish_reason": finish}]}
+        if usage:
+            last["usage"] = usage
+        chunks.append(last)
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+
+
+def plain_json(text: str = "ok", usage: dict | None = None) -> str:
+    msg = {"role": "assistant", "content": text}
+    body: dict = {"choices": [{"message": msg, "finish_reason": "stop"}]}
+    if usage:
+        body["usage"] = usage
+    return json.dumps(body)
+
+
+def attempt(j: Journal, body: dict, sent: str, fault: str | None = None, **kw: object) -> dict:
+    e = j.chat(200, body=body, stream=body["stream"], fault=fault, **kw)
+    e["response"]["sent"] = sent
+    e["response"]["sent_bytes"] = len(sent)
+    e["response"]["full_bytes"] = len(sent)
+    return e
+
+
+def broken(j: Journal, sent: str | None = None, fault: str = "in_band_error") -> dict:
+    return attempt(j, STREAM, sent if sent is not None else sse({"content": "Hel"}), fault)
+
+
+def ev_at(entry: dict, offset_ns: int, **event: object) -> dict:
+    return {**event, "t_ns": int(entry["t_arrival_ns"]) + offset_ns}
+
+
+# --- STR-02 --------------------------------------------------------------------------------
+
+
+def _str02(removed_at: int | None, end_at: int = 10**9) -> str:
+    j = Journal()
+    b = broken(j)
+    fb = attempt(j, PLAIN, plain_json("Hi"), wait=0.01)
+    events = [ev_at(b, 1000, type="message", id="m1", role="assistant", text="Hel")]
+    if removed_at is not None:
+        events.append(ev_at(b, removed_at, type="removed", id="m1"))
+    events.append(ev_at(fb, 1000, type="message", id="m2", role="assistant", text="Hi"))
+    events.append(ev_at(b, end_at, type="turn_end", reason="completed"))
+    return run_check("STR-02", j.evidence(events)).outcome
+
+
+def test_str_02_pass_partial_removed_by_id() -> None:
+    assert _str02(removed_at=2000) == "pass"
+
+
+def test_str_02_fail_partial_never_removed() -> None:
+    assert _str02(removed_at=None) == "fail"
+
+
+def test_str_02_fail_removed_after_turn_end() -> None:
+    assert _str02(removed_at=5000, end_at=4000) == "fail"
+
+
+def test_str_02_not_applicable_without_broken_stream_or_shown_partial() -> None:
+    j = Journal()
+    attempt(j, STREAM, sse({"content": "Hi"}, finish="stop"))
+    assert run_check("STR-02", j.evidence()).outcome == "not_applicable"
+    j = Journal()
+    broken(j)
+    attempt(j, PLAIN, plain_json())
+    assert run_check("STR-02", j.evidence()).outcome == "not_applicable"
+
+
+# --- STR-04 --------------------------------------------------------------------------------
+
+ABORT = {"id": "s", "abort": {"when_step": 0}}
+
+
+def _aborted(j: Journal, whole: bool = False) -> dict:
+    e = attempt(j, STREAM, sse({"content": "Hel"}), "slow_dribble")
+    e["response"]["full_bytes"] = e["response"]["sent_bytes"] + (0 if whole else 500)
+    return e
+
+
+def test_str_04_pass_no_resend_after_abort() -> None:
+    j = Journal()
+    _aborted(j)
+    assert run_check("STR-04", j.evidence(scenario=ABORT)).outcome == "pass"
+
+
+def test_str_04_fail_fallback_after_abort() -> None:
+    j = Journal()
+    _aborted(j)
+    attempt(j, PLAIN, plain_json(), wait=0.01)
+    f = run_check("STR-04", j.evidence(scenario=ABORT))
+    assert f.outcome == "fail" and "non-streaming fallback" in f.observed
+
+
+def test_str_04_not_applicable() -> None:
+    j = Journal()
+    _aborted(j)
+    assert run_check("STR-04", j.evidence()).outcome == "not_applicable"
+    j = Journal()
+    _aborted(j, whole=True)
+    assert run_check("STR-04", j.evidence(scenario=ABORT)).outcome == "not_applicable"
+
+
+# --- STR-06 --------------------------------------------------------------------------------
+
+
+def _failed_fallback(j: Journal, n: int = 1) -> dict:
+    broken(j)
+    last = {}
+    for _ in range(n):
+        last = j.chat(400, body=PLAIN, stream=False, wait=0.01)
+    return last
+
+
+def test_str_06_pass_error_shown_no_loop() -> None:
+    j = Journal()
+    last = _failed_fallback(j)
+    events = [
+        ev_at(last, 10**6, type="error", kind="bad_request", message="HTTP 400"),
+        ev_at(last, 2 * 10**6, type="turn_end", reason="error"),
+    ]
+    assert run_check("STR-06", j.evidence(events)).outcome == "pass"
+
+
+def test_str_06_fail_second_stream_after_failed_fallback() -> None:
+    j = Journal()
+    last = _failed_fallback(j)
+    attempt(j, STREAM, sse({"content": "x"}, finish="stop"), wait=0.01)
+    events = [ev_at(last, 10**6, type="error", kind="x", message="x")]
+    f = run_check("STR-06", j.evidence(events))
+    assert f.outcome == "fail" and "sent again" in f.observed
+
+
+def test_str_06_fail_no_error_shown() -> None:
+    j = Journal()
+    last = _failed_fallback(j)
+    events = [ev_at(last, 10**6, type="turn_end", reason="completed")]
+    assert run_check("STR-06", j.evidence(events)).outcome == "fail"
+
+
+def test_str_06_fail_unbounded_fallback() -> None:
+    j = Journal()
+    last = _failed_fallback(j, n=12)
+    events = [ev_at(last, 10**6, type="error", kind="x", message="x")]
+    f = run_check("STR-06", j.evidence(events))
+    assert f.outcome == "fail" and "12" in f.observed
+
+
+def test_str_06_not_applicable_when_fallback_succeeds() -> None:
+    j = Journal()
+    broken(j)
+    attempt(j, PLAIN, plain_json())
+    assert run_check("STR-06", j.evidence()).outcome == "not_applicable"
+
+
+# --- STR-07 --------------------------------------------------------------------------------
+
+
+def _str07(removal: bool, next_body: dict = PLAIN, sent: str | None = None) -> str:
+    j = Journal()
+    b = broken(j, sse() if sent is None else sent, fault="cut")
+    b["response"]["end"] = "reset"
+    attempt(j, next_body, plain_json() if not next_body["stream"] else sse(finish="stop"))
+    events = [ev_at(b, 1000, type="removed", id="m1")] if removal else []
+    return run_check("STR-07", j.evidence(events)).outcome
+
+
+def test_str_07_pass_direct_fallback_without_removal() -> None:
+    assert _str07(removal=False) == "pass"
+
+
+def test_str_07_fail_removal_announced() -> None:
+    assert _str07(removal=True) == "fail"
+
+
+def test_str_07_fail_streaming_retry_instead_of_fallback() -> None:
+    assert _str07(removal=False, next_body=STREAM) == "fail"
+
+
+def test_str_07_not_applicable_when_content_was_streamed() -> None:
+    assert _str07(removal=False, sent=sse({"content": "Hel"})) == "not_applicable"
+
+
+# --- STR-10 --------------------------------------------------------------------------------
+
+STALL = {"id": "s", "script": [{"reply": {"text": "x"}, "fault": {"stall": {"seconds": 300}}}]}
+
+
+def _str10(wait: float | None) -> str:
+    j = Journal()
+    attempt(j, STREAM, sse({"content": "Hel"}), "stall", duration=0.0)
+    if wait is not None:
+        attempt(j, PLAIN, plain_json(), wait=wait)
+    return run_check("STR-10", j.evidence(scenario=STALL)).outcome
+
+
+def test_str_10_pass_recovered_before_silence_ends() -> None:
+    assert _str10(60.0) == "pass"
+
+
+def test_str_10_fail_waited_out_the_silence() -> None:
+    assert _str10(301.0) == "fail"
+
+
+def test_str_10_fail_never_recovered() -> None:
+    assert _str10(None) == "fail"
+
+
+def test_str_10_not_applicable_without_stall() -> None:
+    j = Journal()
+    attempt(j, STREAM, sse({"content": "Hi"}, finish="stop"))
+    assert run_check("STR-10", j.evidence(scenario=STALL)).outcome == "not_applicable"
+
+
+# --- STR-11 --------------------------------------------------------------------------------
+
+BIG = {"prompt_tokens": 1000, "completion_tokens": 500}
+SMALL = {"prompt_tokens": 100, "completion_tokens": 20}
+
+
+def _str11(reported: list[dict], failed_usage: dict | None = BIG) -> str:
+    j = Journal()
+    broken(j, sse({"content": "Hel"}, usage=failed_usage), fault="end_without_finish")
+    attempt(j, PLAIN, plain_json(usage=SMALL))
+    events = [{"type": "usage", **u} for u in reported]
+    return run_check("STR-11", j.evidence(events)).outcome
+
+
+def test_str_11_pass_only_successful_usage() -> None:
+    assert _str11([SMALL]) == "pass"
+
+
+def test_str_11_fail_failed_attempt_counted() -> None:
+    assert _str11([{"prompt_tokens": 1100, "completion_tokens": 520}]) == "fail"
+    assert _str11([BIG, SMALL]) == "fail"
+
+
+def test_str_11_not_applicable() -> None:
+    assert _str11([SMALL], failed_usage=None) == "not_applicable"
+    assert _str11([]) == "not_applicable"
+
+
+# --- STR-12 --------------------------------------------------------------------------------
+
+OFF = {"id": "s", "config": {"stream_fallback": False}}
+
+
+def test_str_12_pass_no_fallback_error_shown() -> None:
+    j = Journal()
+    b = broken(j)
+    events = [ev_at(b, 1000, type="error", kind="stream", message="stream failed")]
+    assert run_check("STR-12", j.evidence(events, scenario=OFF)).outcome == "pass"
+
+
+def test_str_12_fail_fallback_despite_config() -> None:
+    j = Journal()
+    b = broken(j)
+    attempt(j, PLAIN, plain_json())
+    events = [ev_at(b, 1000, type="error", kind="stream", message="x")]
+    assert run_check("STR-12", j.evidence(events, scenario=OFF)).outcome == "fail"
+
+
+def test_str_12_fail_no_error_shown() -> None:
+    j = Journal()
+    broken(j)
+    assert run_check("STR-12", j.evidence(scenario=OFF)).outcome == "fail"
+
+
+def test_str_12_not_applicable_when_fallback_on() -> None:
+    j = Journal()
+    broken(j)
+    assert run_check("STR-12", j.evidence()).outcome == "not_applicable"
+
+
+# --- STR-13 --------------------------------------------------------------------------------
+
+
+def _no_done(j: Journal) -> dict:
+    return attempt(j, STREAM, sse({"content": "Hi"}, finish="stop"), "finish_without_done")
+
+
+def test_str_13_pass_taken_as_complete() -> None:
+    j = Journal()
+    e = _no_done(j)
+    events = [ev_at(e, 1000, type="turn_end", reason="completed")]
+    assert run_check("STR-13", j.evidence(events)).outcome == "pass"
+
+
+def test_str_13_fail_resent() -> None:
+    j = Journal()
+    _no_done(j)
+    attempt(j, PLAIN, plain_json())
+    assert run_check("STR-13", j.evidence()).outcome == "fail"
+
+
+def test_str_13_fail_turn_ends_in_error() -> None:
+    j = Journal()
+    e = _no_done(j)
+    events = [ev_at(e, 1000, type="turn_end", reason="error")]
+    assert run_check("STR-13", j.evidence(events)).outcome == "fail"
+
+
+def test_str_13_not_applicable() -> None:
+    j = Journal()
+    attempt(j, STREAM, sse({"content": "Hi"}, finish="stop"))
+    assert run_check("STR-13", j.evidence()).outcome == "not_applicable"
+
+
+# --- STR-16 --------------------------------------------------------------------------------
+
+NO_CHOICES = json.dumps({"choices": []})
+
+
+def _empties(j: Journal, n: int) -> dict:
+    last = {}
+    for _ in range(n):
+        last = attempt(j, PLAIN, NO_CHOICES, "empty_reply")
+    return last
+
+
+def test_str_16_pass_retried_once() -> None:
+    j = Journal()
+    _empties(j, 1)
+    attempt(j, PLAIN, plain_json())
+    assert run_check("STR-16", j.evidence()).outcome == "pass"
+
+
+def test_str_16_pass_gave_up_with_error() -> None:
+    j = Journal()
+    last = _empties(j, 4)
+    events = [ev_at(last, 1000, type="error", kind="server", message="empty replies")]
+    assert run_check("STR-16", j.evidence(events)).outcome == "pass"
+
+
+def test_str_16_fail_not_retried() -> None:
+    j = Journal()
+    _empties(j, 1)
+    f = run_check("STR-16", j.evidence())
+    assert f.outcome == "fail" and "not retried" in f.observed
+
+
+def test_str_16_fail_unbounded() -> None:
+    j = Journal()
+    _empties(j, 23)
+    attempt(j, PLAIN, plain_json())
+    assert run_check("STR-16", j.evidence()).outcome == "fail"
+
+
+def test_str_16_fail_gave_up_silently() -> None:
+    j = Journal()
+    _empties(j, 3)
+    assert run_check("STR-16", j.evidence()).outcome == "fail"
+
+
+def test_str_16_not_applicable() -> None:
+    j = Journal()
+    attempt(j, PLAIN, plain_json())
+    assert run_check("STR-16", j.evidence()).outcome == "not_applicable"
+
+
+# --- RSN-01 / RSN-02 -----------------------------------------------------------------------
+
+REASONING = "The user wants a story; a fox"
+NOTE = "[Reasoning was cut off by the output limit and kept by the system.]"
+
+
+def _truncated(j: Journal, text: str = "", reasoning: str = REASONING) -> None:
+    deltas = [{"reasoning_content": reasoning[:10]}, {"reasoning_content": reasoning[10:]}]
+    if text:
+        deltas.append({"content": text})
+    attempt(j, STREAM, sse(*deltas, finish="length"))
+
+
+def _continued(j: Journal, assistant: dict | None) -> None:
+    added = [assistant] if assistant else []
+    cont = [*MSGS, *added, {"role": "user", "content": "Output token limit hit. Resume."}]
+    attempt(j, {**STREAM, "messages": cont}, sse({"content": "fox."}, finish="stop"))
+
+
+def _rsn(cid: str, assistant: dict | None, text: str = "") -> str:
+    j = Journal()
+    _truncated(j, text)
+    _continued(j, assistant)
+    return run_check(cid, j.evidence()).outcome
+
+
+def test_rsn_01_pass_reasoning_and_note() -> None:
+    a = {"role": "assistant", "content": NOTE, "reasoning_content": REASONING}
+    assert _rsn("RSN-01", a) == "pass"
+
+
+def test_rsn_01_fail_reasoning_only_message_dropped() -> None:
+    assert _rsn("RSN-01", None) == "fail"
+
+
+def test_rsn_01_fail_empty_content_or_copied_reasoning() -> None:
+    assert _rsn("RSN-01", {"role": "assistant", "content": "", "reasoning_content": REASONING}) == (
+        "fail"
+    )
+    copy = {"role": "assistant", "content": REASONING, "reasoning_content": REASONING}
+    assert _rsn("RSN-01", copy) == "fail"
+
+
+def test_rsn_01_fail_reasoning_content_missing() -> None:
+    assert _rsn("RSN-01", {"role": "assistant", "content": NOTE}) == "fail"
+
+
+def test_rsn_01_not_applicable_without_reasoning_only_truncation() -> None:
+    a = {"role": "assistant", "content": "Once", "reasoning_content": REASONING}
+    assert _rsn("RSN-01", a, text="Once") == "not_applicable"
+    j = Journal()
+    _truncated(j)
+    assert run_check("RSN-01", j.evidence()).outcome == "not_applicable"
+
+
+def test_rsn_02_pass_reasoning_alongside_text() -> None:
+    a = {"role": "assistant", "content": "Once", "reasoning_content": REASONING}
+    assert _rsn("RSN-02", a, text="Once") == "pass"
+
+
+def test_rsn_02_fail_reasoning_dropped_or_text_changed() -> None:
+    assert _rsn("RSN-02", {"role": "assistant", "content": "Once"}, text="Once") == "fail"
+    a = {"role": "assistant", "content": "Once upon", "reasoning_content": REASONING}
+    assert _rsn("RSN-02", a, text="Once") == "fail"
+
+
+def test_rsn_02_not_applicable_for_reasoning_only() -> None:
+    a = {"role": "assistant", "content": NOTE, "reasoning_content": REASONING}
+    assert _rsn("RSN-02", a) == "not_applicable"
+
+
+# --- RSN-03 --------------------------------------------------------------------------------
+
+HISTORY = {
+    "id": "s",
+    "history": [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": ""},
+    ],
+}
+
+
+def test_rsn_03_pass_empty_history_turn_filtered() -> None:
+    j = Journal()
+    attempt(j, STREAM, sse({"content": "Hi"}, finish="stop"))
+    assert run_check("RSN-03", j.evidence(scenario=HISTORY)).outcome == "pass"
+
+
+def test_rsn_03_pass_after_empty_reply() -> None:
+    j = Journal()
+    attempt(j, STREAM, sse(finish="length"))
+    _continued(j, None)
+    assert run_check("RSN-03", j.evidence()).outcome == "pass"
+
+
+def test_rsn_03_fail_empty_assistant_sent() -> None:
+    j = Journal()
+    body = {**STREAM, "messages": [*MSGS, {"role": "assistant", "content": None}]}
+    attempt(j, body, sse({"content": "Hi"}, finish="stop"))
+    f = run_check("RSN-03", j.evidence(scenario=HISTORY))
+    assert f.outcome == "fail" and "message 1" in f.observed
+
+
+def test_rsn_03_reasoning_alone_is_not_an_empty_turn() -> None:
+    j = Journal()
+    a = {"role": "assistant", "content": "", "reasoning_content": "thinking"}
+    attempt(j, {**STREAM, "messages": [*MSGS, a]}, sse({"content": "Hi"}, finish="stop"))
+    assert run_check("RSN-03", j.evidence(scenario=HISTORY)).outcome == "pass"
+
+
+def test_rsn_03_not_applicable_without_empty_turn() -> None:
+    j = Journal()
+    attempt(j, STREAM, sse({"content": "Hi"}, finish="stop"))
+    assert run_check("RSN-03", j.evidence()).outcome == "not_applicable"
