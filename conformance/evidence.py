@@ -45,6 +45,10 @@ def is_failed(entry: dict[str, Any]) -> bool:
     status = resp.get("status")
     if status is None or status >= 400:
         return True
+    params = entry.get("fault_params") or {}
+    if entry.get("fault") == "malformed_event" and params.get("kind") == "missing_data":
+        # A line with no field name is ignored by SSE parsers: the stream itself is intact.
+        return resp.get("end") in ("reset", "close")
     if entry.get("fault") == "stall":
         # A stall the client waited out is a slow success; it failed only if the body broke.
         return resp.get("end") != "complete"

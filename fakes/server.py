@@ -124,6 +124,7 @@ class GatewayApp:
             "body_error": None,
             "t_arrival_ns": time.monotonic_ns(),
             "fault": None,
+            "fault_params": None,
             "response": None,
             "harness_error": None,
         }
@@ -172,6 +173,7 @@ class GatewayApp:
             plan = make_plan(step, body)
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
+        e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
         return await self._execute(request, plan, e, st.time_scale)
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
