@@ -24,12 +24,15 @@ from conformance.evidence import Evidence
 
 __all__ = [
     "CHECKS",
+    "OK_BEHAVIOURS",
     "Call",
     "classify_truncated",
     "follow_calls",
     "host_output",
     "message_text",
+    "repaired_arguments",
     "sent_tool_calls",
+    "tool_schemas",
 ]
 
 OK_BEHAVIOURS = frozenset({"output", "large_output"})
@@ -116,33 +119,38 @@ def follow_calls(ev: Evidence) -> Iterator[Call]:
     """Every tool call the gateway sent, with its executions and its result."""
     chat = ev.chat()
     tools = ev.tool_entries()
-    any_ids = any(t.get("call_id") for t in tools)
     for i, e in enumerate(chat):
         calls = sent_tool_calls(e)
         if not calls:
             continue
         start = int(e.get("t_arrival_ns", 0))
-        nxt = next((x for x in chat[i + 1 :] if int(x.get("t_arrival_ns", 0)) >= start), None)
-        end = int(nxt["t_arrival_ns"]) if nxt else None
+        ids = {c["id"] for c in calls if c["id"]}
         for c in calls:
             call = Call(e, c["id"], c["name"], c["arguments"], length_finished(e))
-            if any_ids:
-                call.executions = [t for t in tools if c["id"] and t.get("call_id") == c["id"]]
-            else:
-                call.executions = [
-                    t
-                    for t in tools
-                    if t.get("tool") == c["name"]
-                    and int(t.get("t_arrival_ns", 0)) >= start
-                    and (end is None or int(t.get("t_arrival_ns", 0)) < end)
-                ]
+            # Without a result, stop at the next response that carries tool calls.
+            end = next(
+                (int(x.get("t_arrival_ns", 0)) for x in chat[i + 1 :] if sent_tool_calls(x)), None
+            )
             for later in chat[i + 1 :]:
                 for m in (later.get("body") or {}).get("messages") or []:
                     if m.get("role") == "tool" and m.get("tool_call_id") == c["id"]:
                         call.result, call.result_seq = message_text(m), later.get("seq")
+                        end = int(later.get("t_arrival_ns", 0))
                         break
                 if call.result is not None:
                     break
+            # Executions happen between the response and the request carrying the result
+            # (models reuse ids across responses, so an id alone is not enough).
+            window = [
+                t
+                for t in tools
+                if int(t.get("t_arrival_ns", 0)) >= start
+                and (end is None or int(t.get("t_arrival_ns", 0)) < end)
+            ]
+            if any(t.get("call_id") in ids for t in window):
+                call.executions = [t for t in window if t.get("call_id") == c["id"]]
+            else:  # an agent that sends no ids (or its own) to the tool host
+                call.executions = [t for t in window if t.get("tool") == c["name"]]
             yield call
 
 

@@ -669,3 +669,14 @@ def test_tjs_06_executions_matched_by_time_without_call_ids() -> None:
     r.tool("write_file", None, {"path": "a.txt", "content": "hi"}, "output")  # type: ignore[arg-type]
     r.send_back({"c1": "ok"})
     assert outcome(r, "TJS-06") == "pass"
+
+
+def test_tol_05_model_calling_again_is_not_an_agent_retry() -> None:
+    # The model reuses the id "c1" in a second response; each call has one invocation.
+    r = tol05_run(GOOD_DENY)
+    r.j.entries[-1]["response"]["sent"] = sse(
+        [("c1", "write_file", '{"path": "a", "content": "b"}')], "tool_calls"
+    )
+    r.tool("write_file", "c1", {"path": "a", "content": "b"}, "permission_denied", DENY)
+    r.send_back({"c1": GOOD_DENY})
+    assert outcome(r, "TOL-05") == "pass"
