@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import sys
 from collections import defaultdict
@@ -16,6 +17,7 @@ from conformance import __version__
 __all__ = ["main", "build_parser"]
 
 DEFAULT_EXPECTATIONS = Path("conformance-expectations.yaml")
+_NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -173,12 +175,12 @@ def _run_via_pytest(
     results = tmp / "results.json"
     words = [*map(str, files)]
     words += ["-c", str(ini), "--rootdir", str(Path.cwd()), "--noconftest"]
-    # The entry point's registration is blocked so that -p loads the plugin exactly once,
-    # whether or not plugin autoloading is enabled.
-    words += ["-p", "no:cacheprovider", "-p", "no:terminal"]
-    words += ["-p", "no:conformance", "-p", "conformance.plugin", "--conformance"]
-    words += ["--conformance-agent", args.agent, "--conformance-time-scale", repr(scale)]
-    words += ["--conformance-results", str(results), "--conformance-command", command]
+    # Only the plugins this run needs, loaded once each: no third-party plugin autoloading
+    # (the user's pytest plugins and settings are not part of a conformance run).
+    words += ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "conformance.plugin"]
+    words += ["--conformance", "--conformance-agent", args.agent]
+    words += ["--conformance-time-scale", repr(scale), "--conformance-results", str(results)]
+    words += ["--conformance-command", command]
     if args.strict:
         words.append("--conformance-strict")
     if args.expectations and args.expectations.exists() and not args.update_expectations:
@@ -188,8 +190,16 @@ def _run_via_pytest(
     if args.keyword:
         words += ["-k", args.keyword]
     if args.processes > 1:
-        words += ["-p", "xdist", "-n", str(args.processes)]
-    rc = pytest.main(words)
+        words += ["-p", "xdist.plugin", "-n", str(args.processes)]
+    saved = os.environ.get(_NO_AUTOLOAD)
+    os.environ[_NO_AUTOLOAD] = "1"  # inherited by the xdist workers
+    try:
+        rc = pytest.main(words)
+    finally:
+        if saved is None:
+            os.environ.pop(_NO_AUTOLOAD, None)
+        else:
+            os.environ[_NO_AUTOLOAD] = saved
     if not results.exists():
         print(
             f"conformance: the pytest run ended without results (exit {int(rc)})", file=sys.stderr
