@@ -1,0 +1,171 @@
+"""Expectations files: loading with file:line errors, the regression rule, update round trip."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.expectations import (
+    Expectation,
+    Expectations,
+    ExpectationsError,
+    compare_results,
+    load_expectations,
+    updated_expectations,
+    write_expectations,
+)
+
+
+def doc_with(verdicts: dict[str, str], agent: str = "agent-x") -> dict:
+    """A hand-built results document: one agent, one scenario per criterion."""
+    return {
+        "agents": [
+            {
+                "name": agent,
+                "criteria": {
+                    cid: {"verdict": v, "scenarios": [{"id": "s", "verdict": v}]}
+                    for cid, v in verdicts.items()
+                },
+                "scenarios": [{"id": "s", "status": "ran"}],
+            }
+        ]
+    }
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "exp.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_load_a_good_file(tmp_path):
+    path = write(
+        tmp_path,
+        "# known\n"
+        "- criterion: RTY-03\n  verdict: FAIL\n  reason: backoff in 2.4\n"
+        "- {criterion: DBG-01, verdict: UNSUPPORTED, agent: cmd:./a}\n",
+    )
+    exp = load_expectations(path)
+    assert exp.entries == [
+        Expectation("RTY-03", "FAIL", "backoff in 2.4", None, 2),
+        Expectation("DBG-01", "UNSUPPORTED", "", "cmd:./a", 5),
+    ]
+    assert load_expectations(write(tmp_path, "")).entries == []
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        (
+            "- criterion: RTY-03\n  verdict: FAIL\n- criterion: NOPE-01\n  verdict: FAIL\n",
+            3,
+            "unknown criterion ID 'NOPE-01'",
+        ),
+        ("- criterion: RTY-03\n  verdict: BROKEN\n", 1, "unknown verdict 'BROKEN'"),
+        ("- criterion: RTY-03\n  verdict: FAIL\n  reson: typo\n", 1, "unknown key 'reson'"),
+        ("- verdict: FAIL\n", 1, "'criterion' is required"),
+        ("criterion: RTY-03\n", 1, "is a YAML list"),
+        ("- just text\n", 1, "each entry is a mapping"),
+        (
+            "- {criterion: RTY-03, verdict: FAIL}\n\n- {criterion: RTY-03, verdict: PASS}\n",
+            3,
+            "already expected at line 1",
+        ),
+        ("- {criterion: RTY-03, verdict: FAIL\n", 2, "not valid YAML"),
+    ],
+)
+def test_bad_files_name_file_and_line(tmp_path, text, line, words):
+    path = write(tmp_path, text)
+    with pytest.raises(ExpectationsError) as exc:
+        load_expectations(path)
+    assert str(exc.value).startswith(f"{path}:{line}: "), str(exc.value)
+    assert words in str(exc.value)
+
+
+def test_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ExpectationsError, match="no-such.yaml: cannot read"):
+        load_expectations(tmp_path / "no-such.yaml")
+
+
+def judge(expected: str | None, observed: str, strict: bool = False) -> str:
+    entries = [Expectation("RTY-03", expected)] if expected else []
+    return Expectations(entries).judge("a", "RTY-03", observed, strict=strict)[0]
+
+
+@pytest.mark.parametrize(
+    ("expected", "observed", "strict", "kind"),
+    [
+        (None, "PASS", False, "ok"),
+        (None, "FAIL", False, "regression"),
+        (None, "ERROR", False, "regression"),
+        (None, "TIMEOUT", False, "regression"),
+        (None, "NON-STRICT", False, "ok"),
+        (None, "NON-STRICT", True, "regression"),
+        ("FAIL", "FAIL", False, "expected"),
+        ("FAIL", "ERROR", False, "regression"),  # worse than expected
+        ("NON-STRICT", "FAIL", False, "regression"),
+        ("UNSUPPORTED", "FAIL", False, "regression"),
+        ("FAIL", "PASS", False, "fixed"),  # better: reported, never failing
+        ("FAIL", "NON-STRICT", True, "fixed"),
+        ("ERROR", "FAIL", False, "fixed"),
+        ("NON-STRICT", "NON-STRICT", True, "expected"),
+        ("PASS", "INFORMATIONAL", False, "ok"),
+    ],
+)
+def test_the_regression_rule(expected, observed, strict, kind):
+    assert judge(expected, observed, strict) == kind
+
+
+def test_an_agent_specific_entry_wins_over_the_general_one():
+    exp = Expectations(
+        [Expectation("RTY-03", "FAIL", "all"), Expectation("RTY-03", "ERROR", "b only", "b")]
+    )
+    assert exp.lookup("a", "RTY-03").reason == "all"
+    assert exp.lookup("b", "RTY-03").reason == "b only"
+    assert exp.judge("a", "RTY-03", "ERROR")[0] == "regression"
+    assert exp.judge("b", "RTY-03", "ERROR")[0] == "expected"
+
+
+def test_compare_results_sorts_findings():
+    doc = doc_with({"RTY-01": "FAIL", "RTY-03": "PASS", "STR-01": "ERROR", "STR-09": "FAIL"})
+    exp = Expectations([Expectation("RTY-03", "FAIL", "why"), Expectation("STR-09", "FAIL")])
+    cmp = compare_results(doc, exp)
+    assert [f.criterion for f in cmp.regressions] == ["RTY-01", "STR-01"]
+    assert [f.criterion for f in cmp.fixed] == ["RTY-03"]
+    assert [f.criterion for f in cmp.expected_failures] == ["STR-09"]
+    assert cmp.regressions[0].describe() == "RTY-01 [agent-x]: FAIL, expected no failing verdict"
+    assert compare_results(doc_with({"RTY-01": "PASS"})).regressions == []
+
+
+def test_update_round_trips_and_keeps_reasons(tmp_path):
+    path = tmp_path / "exp.yaml"
+    old = Expectations(
+        [
+            Expectation("RTY-03", "FAIL", "backoff: ticket 7"),
+            Expectation("STR-01", "FAIL", "fixed since"),
+            Expectation("TRN-01", "ERROR", "not run this time"),
+        ]
+    )
+    doc = doc_with({"RTY-03": "ERROR", "STR-01": "PASS", "RTY-01": "NON-STRICT", "STR-09": "FAIL"})
+    new = updated_expectations(doc, old)
+    write_expectations(path, new)
+    back = load_expectations(path)
+    got = {(e.criterion, e.verdict, e.reason) for e in back.entries}
+    assert got == {
+        ("RTY-01", "NON-STRICT", "recorded by --update-expectations"),
+        ("RTY-03", "ERROR", "backoff: ticket 7"),  # new verdict, the old reason
+        ("STR-09", "FAIL", "recorded by --update-expectations"),
+        ("TRN-01", "ERROR", "not run this time"),  # not judged by this run: kept
+    }
+    # STR-01 passes now: its entry is gone. The written file makes the run pass.
+    assert compare_results(doc, back).regressions == []
+    assert compare_results(doc, back, strict=True).regressions == []
+    # Writing what was read gives the same file.
+    first = path.read_text(encoding="utf-8")
+    write_expectations(path, load_expectations(path))
+    assert path.read_text(encoding="utf-8") == first
+
+
+def test_empty_update_writes_a_loadable_file(tmp_path):
+    path = tmp_path / "exp.yaml"
+    write_expectations(path, updated_expectations(doc_with({"RTY-01": "PASS"})))
+    assert load_expectations(path).entries == []
