@@ -49,6 +49,15 @@ def is_failed(entry: dict[str, Any]) -> bool:
     if entry.get("fault") == "malformed_event" and params.get("kind") == "missing_data":
         # A line with no field name is ignored by SSE parsers: the stream itself is intact.
         return resp.get("end") in ("reset", "close")
+    if entry.get("fault") in ("malformed_event", "in_band_error") and "data: [DONE]" in (
+        resp.get("sent") or ""
+    ):
+        # Injected after the stream's own end: a client that stops at [DONE] never meets it.
+        return resp.get("end") in ("reset", "close")
+    cut_at, full = resp.get("cut_at_byte"), resp.get("full_bytes")
+    if entry.get("fault") == "cut" and cut_at is not None and full and cut_at >= full:
+        # Cut after the last byte: the whole body went out before the connection ended.
+        return False
     if entry.get("fault") == "stall":
         # A stall the client waited out is a slow success; it failed only if the body broke.
         return resp.get("end") != "complete"
