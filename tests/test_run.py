@@ -153,3 +153,47 @@ def test_results_record_the_command_that_ran(tmp_path):
         + " --report-dir "
         + str(tmp_path / "rep")
     )
+
+
+class _RecordingAdapter:
+    """An agent that ends its turn at once and remembers the request it was given."""
+
+    name = "recorder"
+
+    def __init__(self, caps: set[str]) -> None:
+        self.caps = caps
+        self.requests: list = []
+
+    def capabilities(self) -> set[str]:
+        return self.caps
+
+    def run(self, req):
+        from conformance.adapters.base import RunOutcome
+
+        self.requests.append(req)
+        return RunOutcome(
+            "ran", [{"type": "turn_end", "reason": "completed", "t_ns": 0}], None, "", None
+        )
+
+
+@pytest.mark.parametrize(
+    ("deadline", "caps", "scale", "expected"),
+    [
+        (10, {"time_scale"}, 0.02, 10 * 0.02 + 5.0),  # no floor on small scales any more
+        (10, {"time_scale"}, 0.001, 10 * 0.001 + 5.0),
+        (None, {"time_scale"}, 0.5, 30 * 0.5 + 5.0),  # the default deadline
+        (10, set(), 0.02, 10 * 1.0 + 5.0),  # an agent that cannot scale time runs at 1.0
+    ],
+)
+def test_deadline_is_scaled_deadline_plus_grace(gateway, deadline, caps, scale, expected):
+    from conformance.runner import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
+
+    assert DEADLINE_GRACE_S == 5.0 and DEFAULT_DEADLINE_S == 30.0
+    import dataclasses
+
+    sc = load_scenario(CRITERIA / "str" / "str-09-healthy-stream.yaml")
+    sc = dataclasses.replace(sc, deadline=deadline)
+    agent = _RecordingAdapter(caps)
+    run_scenario(gateway, agent, sc, time_scale=scale)
+    assert agent.requests[0].deadline_s == pytest.approx(expected, abs=1e-9)
+    assert deadline_s(sc, 1.0 if not caps else scale) == pytest.approx(expected, abs=1e-9)
