@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from conformance import __version__
-from conformance.cli import main
+from conformance.cli import build_parser, main
 
 
 def test_version(capsys):
@@ -33,3 +33,84 @@ def test_report_bad_input_is_a_clear_error(tmp_path, capsys):
     bad.write_text("{not json", encoding="utf-8")
     assert main(["report", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert "bad.json" in capsys.readouterr().err
+
+
+def _ci_workflow() -> dict:
+    import re
+
+    import yaml
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "ci.md").read_text(encoding="utf-8")
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+    workflows = [b for b in blocks if isinstance(b, dict) and "jobs" in b]
+    assert len(workflows) == 1, "docs/ci.md: expected one GitHub Actions workflow"
+    return workflows[0]
+
+
+def _conformance_commands(workflow: dict) -> list[list[str]]:
+    import shlex
+
+    out = []
+    for job in workflow["jobs"].values():
+        for step in job["steps"]:
+            for line in str(step.get("run", "")).splitlines():
+                if line.strip().startswith("conformance "):
+                    out.append(shlex.split(line)[1:])
+    return out
+
+
+def test_ci_workflow_gates_pull_requests_and_publishes_results():
+    wf = _ci_workflow()
+    assert "pull_request" in wf[True]  # YAML 1.1 reads the key `on` as true
+    steps = [s for job in wf["jobs"].values() for s in job["steps"]]
+    runs = "\n".join(str(s.get("run", "")) for s in steps)
+    (gate,) = _conformance_commands(wf)
+    args = build_parser().parse_args(gate)  # every option exists in our CLI
+    assert args.command == "run"
+    assert args.expectations == Path("conformance-expectations.yaml")
+    assert args.agent.startswith("cmd:") and args.processes == 2
+    # The summary step reads summary.md from the report directory the gate writes to.
+    assert f'cat {args.report_dir}/summary.md >> "$GITHUB_STEP_SUMMARY"' in runs
+    upload = [s for s in steps if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+    assert upload and str(args.junit) in upload[0]["with"]["path"].split()
+    assert all(s.get("if") == "always()" for s in steps[steps.index(upload[0]) - 1 :])
+
+
+def test_ci_workflow_gate_command_runs(tmp_path, monkeypatch):
+    # The documented command, with the reference agent and one fast scenario instead of the
+    # vendor's agent and the whole suite; run in-process, so only -n 1 here.
+    (gate,) = _conformance_commands(_ci_workflow())
+    monkeypatch.chdir(tmp_path)
+    Path("conformance-expectations.yaml").write_text("[]\n", encoding="utf-8")
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "criteria" / "str"
+    words = [w for w in gate if w != "-n" and w != "2"]
+    words += [
+        "-q",
+        "--agent",
+        "reference",
+        "--scenario",
+        str(scenario / "str-09-healthy-stream.yaml"),
+    ]
+    assert main(words) == 0
+    assert Path("junit.xml").is_file() and Path("results.json").is_file()
+    assert Path("report", "summary.md").read_text(encoding="utf-8").startswith("# Conformance")
+
+
+def test_run_help_documents_the_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for words in ("0 no regression", "1 a regression", "2 usage error", "130 interrupted"):
+        assert words in out
+
+
+def test_bad_expectations_file_exits_2_naming_file_and_line(tmp_path, capsys):
+    bad = tmp_path / "exp.yaml"
+    bad.write_text("- criterion: RTY-01\n  verdict: MAYBE\n", encoding="utf-8")
+    assert main(["run", "--expectations", str(bad)]) == 2
+    assert f"{bad}:1: RTY-01: unknown verdict 'MAYBE'" in capsys.readouterr().err
+
+
+def test_bad_process_count_exits_2(capsys):
+    assert main(["run", "-n", "0"]) == 2
+    assert "-n must be at least 1" in capsys.readouterr().err
