@@ -59,8 +59,9 @@ def is_failed(entry: dict[str, Any]) -> bool:
         # Cut after the last byte: the whole body went out before the connection ended.
         return False
     if entry.get("fault") == "stall":
-        # A stall the client waited out is a slow success; it failed only if the body broke.
-        return resp.get("end") != "complete"
+        # A stall the client waited out is a slow success; it failed only if the client gave
+        # up before the whole body was out.
+        return resp.get("sent_bytes", 0) < (resp.get("full_bytes") or 0)
     return resp.get("end") in ("reset", "close") or entry.get("fault") in (
         "reset_before_headers",
         "cut",
