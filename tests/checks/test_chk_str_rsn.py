@@ -41,7 +41,9 @@ def attempt(j: Journal, body: dict, sent: str, fault: str | None = None, **kw: o
 
 
 def broken(j: Journal, sent: str | None = None, fault: str = "in_band_error") -> dict:
-    return attempt(j, STREAM, sent if sent is not None else sse({"content": "Hel"}), fault)
+    e = attempt(j, STREAM, sent if sent is not None else sse({"content": "Hel"}), fault)
+    e["response"]["full_bytes"] += 100  # the rest of the rendering never went out
+    return e
 
 
 def ev_at(entry: dict, offset_ns: int, **event: object) -> dict:
