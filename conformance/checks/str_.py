@@ -249,7 +249,9 @@ def same_request(a: dict, b: dict) -> bool:
 
 
 def _step_fault(ev: Evidence, entry: dict, name: str) -> dict:
-    """The scenario's parameters of fault ``name`` for the step that served ``entry``."""
+    """The parameters of fault ``name`` applied to ``entry`` (journal first, then the script)."""
+    if entry.get("fault") == name and isinstance(entry.get("fault_params"), dict):
+        return entry["fault_params"]
     step = entry.get("step")
     script = ev.scenario.get("script") or []
     if not isinstance(step, int) or not 0 <= step < len(script):

@@ -492,3 +492,11 @@ def test_rsn_03_not_applicable_without_empty_turn() -> None:
     j = Journal()
     attempt(j, STREAM, sse({"content": "Hi"}, finish="stop"))
     assert run_check("RSN-03", j.evidence()).outcome == "not_applicable"
+
+
+def test_str_10_reads_stall_seconds_from_the_journal() -> None:
+    j = Journal()
+    e = attempt(j, STREAM, sse({"content": "Hel"}), "stall", duration=0.0)
+    e["fault_params"] = {"after_events": 2, "seconds": 30}
+    attempt(j, PLAIN, plain_json(), wait=60.0)
+    assert run_check("STR-10", j.evidence()).outcome == "fail"
