@@ -1,15 +1,18 @@
-"""Thin async driver of the recovery core over aiohttp, speaking adapter events.
+"""Thin async driver of the recovery core over aiohttp (HTTP and HTTPS), speaking adapter events.
 
 Theory of operation: every decision lives in :class:`core.TurnCore`; this module only carries
-out its actions and reports what happened as events. :func:`run_protocol` emits ``hello``, then
-loops: take the next event from a queue (or the user's abort, which wins), feed it to the core
-with the loop's monotonic time, carry out the returned actions. Each ``SendRequest`` becomes a
-task that POSTs the body and reports headers, one :class:`Chunk` per server-sent event (a
-minimal SSE reader), and the end or failure of the body; each ``StartTimer`` a task that sleeps
-the delay times ``time_scale``; each ``RunTool`` a task running the :class:`ToolBox`. Cancel
-actions cancel those tasks. On ``EndTurn``, an abort, or a bug (shown as an error), every task
-still running is cancelled and exactly one ``turn_end`` is emitted. Nothing is sent after an
-abort: a request task checks the abort flag before it connects.
+out its actions and reports what happened as events. :func:`run_protocol` emits ``hello`` and
+builds a :class:`_Driver`, which applies the core's first actions and then waits for the turn
+to end or the user to abort. Each ``SendRequest`` becomes a task that POSTs the body and feeds
+the core the headers, one :class:`Chunk` per server-sent event (a minimal SSE reader), then the
+end or failure of the body; each ``StartTimer`` a task that sleeps the delay times
+``time_scale``; each ``RunTool`` a task running the :class:`ToolBox`; ``CallStopHook`` a task
+posting to the hosted stop hook. Events are fed to the core at once, in the task that saw them,
+and the returned actions carried out there too, so a stream the core gives up on is closed
+before anything more is read. Cancel actions cancel those tasks. Once the abort flag is set the
+core is fed ``Aborted`` instead of anything else, and a request task checks the flag before it
+connects, so nothing is sent after an abort. On ``EndTurn``, an abort, or a bug (shown as an
+error), every task still running is cancelled and exactly one ``turn_end`` is emitted.
 """
 
 from __future__ import annotations
@@ -88,15 +91,6 @@ async def _sse(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
             buf.append(line[5:].removeprefix(" "))
 
 
-class _Crash(Event):
-    """A driver task died of an unexpected exception (never fed to the core)."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
 class _Driver:
     def __init__(
         self,
@@ -144,37 +138,42 @@ class _Driver:
         self.core = TurnCore(
             start, behaviours=behaviours, rand=rng.random, tools=self.tools.specs_for_request(set())
         )
-        self.queue: asyncio.Queue[Event] = asyncio.Queue()
         self.tasks: dict[tuple[str, Any], asyncio.Task] = {}
+        self.finished = asyncio.Event()
+        self.crash: BaseException | None = None
 
     # ---- the loop ----------------------------------------------------------------------
     async def run(self) -> str:
-        loop = asyncio.get_running_loop()
-        self._apply(self.core.begin(loop.time()))
+        self._apply(self.core.begin(asyncio.get_running_loop().time()))
         stopper = asyncio.ensure_future(self.abort.wait())
-        getter: asyncio.Future | None = None
+        finished = asyncio.ensure_future(self.finished.wait())
         try:
-            while not self.core.ended:
-                getter = asyncio.ensure_future(self.queue.get())
-                await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                if self.abort.is_set():
-                    self._apply(self.core.handle(Aborted(), loop.time()))
-                    break
-                event = getter.result()
-                if isinstance(event, _Crash):
-                    raise event.error
-                self._apply(self.core.handle(event, loop.time()))
+            await asyncio.wait({stopper, finished}, return_when=asyncio.FIRST_COMPLETED)
+            if self.crash is not None:
+                raise self.crash
+            if self.abort.is_set():
+                self.feed(Aborted())
         finally:
-            waiting = {f for f in (stopper, getter) if f is not None}
-            for f in waiting:
+            for f in (stopper, finished):
                 f.cancel()
-            await asyncio.wait(waiting)
+            await asyncio.wait({stopper, finished})
             await self.shutdown()
         return self.core.reason or "error"
 
+    def feed(self, event: Event) -> None:
+        """Hand one event to the core and carry out its actions at once, in the calling task.
+
+        At once, so that a stream the core gives up on is closed before more is read.
+        """
+        if self.core.ended:
+            return
+        if self.abort.is_set():
+            event = Aborted()  # the abort wins over whatever else arrived
+        self._apply(self.core.handle(event, asyncio.get_running_loop().time()))
+
     async def shutdown(self) -> None:
         """Cancel every task still running and let them finish cancelling."""
-        tasks = set(self.tasks.values())
+        tasks = {t for t in self.tasks.values() if t is not asyncio.current_task()}
         self.tasks.clear()
         for task in tasks:
             task.cancel()
@@ -189,9 +188,10 @@ class _Driver:
     def _forget(self, key: tuple[str, Any], task: asyncio.Task) -> None:
         if self.tasks.get(key) is task:
             del self.tasks[key]
-        if not task.cancelled() and task.exception() is not None:
-            # A bug in a task must end the turn, not leave the core waiting forever.
-            self.queue.put_nowait(_Crash(task.exception()))
+        if not task.cancelled() and task.exception() is not None and self.crash is None:
+            # A bug in a task must end the turn, not leave it waiting forever.
+            self.crash = task.exception()
+            self.finished.set()
 
     def _cancel(self, key: tuple[str, Any]) -> None:
         task = self.tasks.pop(key, None)
@@ -217,7 +217,7 @@ class _Driver:
             elif isinstance(a, WriteDebugDump):
                 self._dump(a)
             elif isinstance(a, EndTurn):
-                pass  # the loop sees core.ended
+                self.finished.set()
             else:  # pragma: no cover - a new action the driver does not know
                 raise TypeError(f"unknown action {a!r}")
 
@@ -226,7 +226,7 @@ class _Driver:
         if self.abort.is_set():
             return  # nothing is sent after an abort
         rid = a.request_id
-        put = self.queue.put_nowait
+        put = self.feed
         headers_seen = False
         try:
             async with self.session.post(
@@ -237,6 +237,9 @@ class _Driver:
                 if resp.status == 200 and a.body.get("stream"):
                     async for data in _sse(resp):
                         put(Chunk(rid, data))
+                        if self.tasks.get(("req", rid)) is not asyncio.current_task():
+                            # Cancelled by the core; stop before reading what is buffered.
+                            return
                     put(BodyEnded(rid, ""))
                 else:
                     raw = await resp.read()
@@ -251,11 +254,11 @@ class _Driver:
 
     async def _timer(self, a: StartTimer) -> None:
         await asyncio.sleep(a.delay_s * self.scale)
-        self.queue.put_nowait(TimerFired(a.timer_id))
+        self.feed(TimerFired(a.timer_id))
 
     async def _tool(self, a: RunTool) -> None:
         res = await self.tools.run(a.call_id, a.name, a.arguments, truncated=a.truncated)
-        self.queue.put_nowait(ToolDone(a.call_id, res.name, res.status, res.output, res.is_error))
+        self.feed(ToolDone(a.call_id, res.name, res.status, res.output, res.is_error))
 
     async def _stop_hook(self) -> None:
         """POST the hosted ``stop_hook`` once; report its block reason, if any."""
@@ -273,7 +276,7 @@ class _Driver:
         err = data.get("error") if isinstance(data, dict) else None
         if isinstance(err, dict) and err.get("type") == "blocked":
             blocked = str(err.get("message") or "no reason given")
-        self.queue.put_nowait(StopHookDone(blocked))
+        self.feed(StopHookDone(blocked))
 
     def _dump(self, a: WriteDebugDump) -> None:
         """Debug dump of a rejected request (no headers, so no key); never fails the turn."""

@@ -132,6 +132,7 @@ __all__ = [
     "WriteDebugDump",
     "corrected_max_tokens",
     "repair_history",
+    "sanitize_history",
     "strip_private",
 ]
 
@@ -223,6 +224,24 @@ def repair_history(messages: list[dict]) -> tuple[list[dict], int]:
                 out.append({"role": "tool", "tool_call_id": cid, "content": MISSING_RESULT})
                 added += 1
     return out, added
+
+
+def sanitize_history(messages: list[dict], *, preserve_reasoning: bool = True) -> list[dict]:
+    """History with no assistant message lacking both content and tool calls (RSN-03, RSN-04).
+
+    A reasoning-only one gets the explanatory content; a fully empty one is dropped.
+    """
+    out: list[dict] = []
+    for msg in messages:
+        if msg.get("role") != "assistant" or msg.get("content") or msg.get("tool_calls"):
+            out.append(msg)
+            continue
+        wire = assistant_to_wire(
+            None, msg.get("reasoning_content"), None, preserve_reasoning=preserve_reasoning
+        )
+        if wire is not None:
+            out.append({**msg, **wire})
+    return out
 
 
 def strip_private(messages: list[dict]) -> list[dict]:
@@ -344,6 +363,7 @@ class TurnCore:
                 )
                 return self._flush()
             messages = repaired
+        messages = sanitize_history(messages, preserve_reasoning=self.b.reasoning_preservation)
         messages.append({"role": "user", "content": self.start.get("prompt", "")})
         self.messages = messages
         if self.config.get("background_title"):
@@ -760,8 +780,7 @@ class TurnCore:
                 self._error("output_limit", OUTPUT_LIMIT_ERROR)
                 return
             self._append(reply)
-            self.messages.append({"role": "user", "content": CONTINUATION_TEXT})
-            self._show_message("user", CONTINUATION_TEXT, meta=True)
+            self._continue()
             self._next_step()
             return
         if not reply.tool_calls:
@@ -773,6 +792,11 @@ class TurnCore:
         self._truncated = truncated
         self._reminders = []
         self._run_next_tool()
+
+    def _continue(self) -> None:
+        """The hidden continuation message: sent on the wire, shown as meta (TRN-01, TRN-02)."""
+        self.messages.append({"role": "user", "content": CONTINUATION_TEXT})
+        self._show_message("user", CONTINUATION_TEXT, meta=True)
 
     def _append(self, r: _Reply) -> None:
         wire = assistant_to_wire(
@@ -796,6 +820,9 @@ class TurnCore:
                 self.messages.append({"role": "user", "content": note})
                 self._show_message("user", note, meta=True)
             self._reminders = []
+            if self._truncated and self.b.continuation:
+                # TRN-03: tools first, then the continuation, last; the count is not used.
+                self._continue()
             self._next_step()
             return
         if self.calls_left <= 0:

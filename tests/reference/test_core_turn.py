@@ -442,6 +442,15 @@ def test_TRN_03_truncated_with_tool_calls_runs_tools_first():
     run = d.of(RunTool)[0]
     assert run.truncated is True and len(d.sends) == 1
     d.tool("content")
+    roles = [m["role"] for m in d.sends[-1].body["messages"]]
+    assert roles[-2:] == ["tool", "user"]
+    assert d.sends[-1].body["messages"][-1]["content"] == CONTINUATION_TEXT
+
+
+def test_TRN_03_switch_off_sends_no_continuation_after_the_tools():
+    d = Drive(Behaviours(continuation=False), max_output_tokens=1000)
+    d.stream(delta_event(calls=[call()], finish="length"))
+    d.tool("content")
     assert d.sends[-1].body["messages"][-1]["role"] == "tool"
 
 
@@ -525,6 +534,20 @@ def test_RSN_03_04_empty_assistant_turn_is_never_sent():
     d = Drive(max_output_tokens=1000)
     d.stream(delta_event(finish="length"))
     assert all(m["role"] != "assistant" for m in d.sends[-1].body["messages"])
+
+
+def test_RSN_03_empty_assistant_turns_in_history_are_never_sent():
+    history = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": ""},
+        {"role": "user", "content": "b"},
+        {"role": "assistant", "content": None, "reasoning_content": "thought"},
+    ]
+    core = TurnCore({**start_msg(), "history": history})
+    sent = core.begin()[0].body["messages"]
+    assistants = [m for m in sent if m["role"] == "assistant"]
+    assert len(assistants) == 1 and assistants[0]["content"]
+    assert assistants[0]["reasoning_content"] == "thought"
 
 
 # ---- TJS / TOL ------------------------------------------------------------------------
