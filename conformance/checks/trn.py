@@ -87,40 +87,56 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 }
 
 
+MAX_RECOVERIES = 3  # seed 000, 连续截断恢复上限
+
+
+def _trailing_continuations(body: dict) -> int:
+    """Continuation messages since the last progress (a tool result or a real user message)."""
+    n = 0
+    for m in reversed(body.get("messages") or []):
+        if m.get("role") == "tool":
+            break
+        if m.get("role") == "user":
+            if m.get("content") != CONTINUATION_TEXT:
+                break
+            n += 1
+    return n
+
+
 def check_trn_04(ev: Evidence) -> Finding:
-    """The 4th consecutive truncation ends the turn with an error: no 4th continuation."""
-    expected = "after 3 continuations, the 4th length finish ends the turn with an error"
-    chat = ev.chat()
-    run = 0
-    for i, e in enumerate(chat):
-        if not length_finished(e):
-            run = 0
-            continue
-        run += 1
-        if run == 4:
-            later = [
-                x
-                for x in chat[i + 1 :]
-                if ((x.get("body") or {}).get("messages") or [{}])[-1].get("content")
-                == CONTINUATION_TEXT
-            ]
-            if later:
-                return failed(expected, f"continued again at seq {later[0].get('seq')}")
-            if not ev.errors():
-                return failed(expected, "no error shown after the 4th truncation")
-            return passed(
-                expected, f"stopped after 4 truncations: {ev.errors()[0].get('message')!r}"
+    """At most 3 consecutive continuations; a truncation after the 3rd ends the turn with an error.
+
+    Counted on the transcript each request carries, so retries of one request and a raised
+    output limit (TRN-07, which appends no continuation) are not counted as recoveries.
+    """
+    expected = (
+        f"at most {MAX_RECOVERIES} consecutive continuations; a length finish after the "
+        f"{MAX_RECOVERIES}rd ends the turn with an error"
+    )
+    at_cap = None
+    for e in ev.chat():
+        k = _trailing_continuations(e.get("body") or {})
+        if k > MAX_RECOVERIES:
+            return failed(
+                expected, f"continuation number {k} without progress at seq {e.get('seq')}"
             )
-    if run and run < 4:
-        return not_applicable(expected, f"only {run} consecutive truncation(s) in this run")
-    return not_applicable(expected, "no run of 4 consecutive truncations")
+        if k == MAX_RECOVERIES and length_finished(e) and not is_failed(e):
+            at_cap = e
+    if at_cap is None:
+        return not_applicable(expected, f"no truncation after {MAX_RECOVERIES} continuations")
+    if not ev.errors():
+        return failed(expected, f"no error shown after the truncation at seq {at_cap.get('seq')}")
+    return passed(
+        expected,
+        f"stopped after the truncation at seq {at_cap.get('seq')}: "
+        f"{ev.errors()[0].get('message')!r}",
+    )
 
 
 CHECKS["TRN-04"] = check_trn_04
 
 
 # --- wire readers shared by TRN-03 and later checks ------------------------------------------
-MAX_RECOVERIES = 3  # seed 000, 连续截断恢复上限
 
 
 def produced(entry: dict) -> dict:

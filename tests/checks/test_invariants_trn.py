@@ -141,17 +141,38 @@ def test_trn02_fail_never_reported() -> None:
     assert run_check("TRN-02", truncated_then(CONT, [])).outcome == "fail"
 
 
-def test_trn04_pass_and_fail() -> None:
-    def run(continue_again: bool, error: bool):
-        j = Journal()
+def _truncations(n: int, *, escalate: bool = False, again: bool = False, error: bool = True):
+    """n length finishes, each answered by one more continuation on the growing transcript."""
+    j = Journal()
+    j.chat(fault="length")
+    if escalate:  # TRN-07: the same transcript with a raised limit, no continuation appended
         j.chat(fault="length")
-        for _ in range(3):
-            j.chat(fault="length", body=body({"role": "assistant", "content": "x"}, CONT))
-        if continue_again:
-            j.chat(body=body({"role": "assistant", "content": "x"}, CONT))
-        ev = [{"type": "error", "kind": "output_limit", "message": "limit exceeded 4 times"}]
-        return j.evidence(events=ev if error else [])
+    turns: list[dict] = []
+    for i in range(n - 1 + (1 if again else 0)):
+        turns += [{"role": "assistant", "content": f"part {i}"}, CONT]
+        last = i == n - 2 and not again
+        j.chat(fault="length" if (i < n - 2 or last) else None, body=body(*turns))
+    ev = [{"type": "error", "kind": "output_limit", "message": "limit exceeded 4 times"}]
+    return j.evidence(events=ev if error else [])
 
-    assert run_check("TRN-04", run(False, True)).outcome == "pass"
-    assert run_check("TRN-04", run(True, True)).outcome == "fail"
-    assert run_check("TRN-04", run(False, False)).outcome == "fail"
+
+def test_trn04_pass_and_fail() -> None:
+    assert run_check("TRN-04", _truncations(4)).outcome == "pass"
+    assert run_check("TRN-04", _truncations(4, again=True)).outcome == "fail"
+    assert run_check("TRN-04", _truncations(4, error=False)).outcome == "fail"
+    assert run_check("TRN-04", _truncations(3)).outcome == "not_applicable"
+
+
+def test_trn04_raised_limit_is_not_a_recovery() -> None:
+    """Raising the output limit once appends no continuation, so it does not count."""
+    assert run_check("TRN-04", _truncations(4, escalate=True)).outcome == "pass"
+
+
+def test_trn04_retries_of_one_continuation_count_once() -> None:
+    j = Journal()
+    j.chat(fault="length")
+    turns = [{"role": "assistant", "content": "p"}, CONT]
+    for _ in range(5):  # a 429 burst on the first continuation: the same transcript, resent
+        j.chat(status=429, body=body(*turns))
+    j.chat(body=body(*turns))
+    assert run_check("TRN-04", j.evidence(events=[])).outcome == "not_applicable"
