@@ -254,7 +254,8 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
                 raise FakesError(f"{path}: no such scenario file or directory")
             scenarios += load_scenarios(path)
         adapter = make_adapter(args.agent)
-    except (FakesError, ValueError) as exc:
+        adapter.capabilities()  # a command agent that cannot say hello is bad input, not a run
+    except (FakesError, ValueError, RuntimeError) as exc:
         print(f"conformance: {exc}", file=sys.stderr)
         return 2
     if not scenarios:

@@ -158,7 +158,8 @@ class _State:
         if self.is_worker or report.when != "call":
             return  # workers only send; the controller (or the only process) collects
         if not data:
-            if report.failed and self.config.getoption("conformance_progress"):
+            quiet_terminal = self.config.pluginmanager.get_plugin("terminalreporter") is None
+            if report.failed and (self.config.getoption("conformance_progress") or quiet_terminal):
                 # The harness itself broke on this item: say so, the scenario has no entry.
                 last = (report.longreprtext or "").strip().splitlines()[-1:] or ["?"]
                 print(f"{report.nodeid}: harness error: {last[0]}", file=sys.stderr, flush=True)
