@@ -114,3 +114,8 @@ def test_bad_expectations_file_exits_2_naming_file_and_line(tmp_path, capsys):
 def test_bad_process_count_exits_2(capsys):
     assert main(["run", "-n", "0"]) == 2
     assert "-n must be at least 1" in capsys.readouterr().err
+
+
+def test_an_agent_that_cannot_say_hello_exits_2(capsys):
+    assert main(["run", "-q", "--agent", "cmd:false"]) == 2
+    assert "cmd:false: no hello line" in capsys.readouterr().err
