@@ -292,14 +292,6 @@ class ScenarioFile(pytest.File):
                 self, name=f"{scenario.id}[{label}]", scenario=scenario, agent=label
             )
 
-    class CollectError(Exception):
-        pass
-
-    def repr_failure(self, excinfo):  # type: ignore[override]
-        if isinstance(excinfo.value, ScenarioFile.CollectError):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
-
 
 class ConformanceFailure(Exception):
     """A scenario gave verdicts that the expectations do not allow."""

@@ -286,3 +286,13 @@ def test_non_scenario_yaml_in_a_directory_is_skipped(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "rty-01-retry-after-seconds[reference]" in proc.stdout
     assert "ci.yaml" not in proc.stdout
+
+
+def test_a_bad_scenario_is_a_collection_error_naming_file_and_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "id: bad\ncriteria: [RTY-01]\nprompt: hi\nscript:\n  - reply: {nonsense: 1}\n", "utf-8"
+    )
+    proc = pytest_run(tmp_path, "--conformance", bad)
+    assert proc.returncode == 2, proc.stdout  # pytest: interrupted by a collection error
+    assert f"{bad}:5: script[0].reply" in proc.stdout
