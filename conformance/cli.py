@@ -174,7 +174,9 @@ def _run_via_pytest(
     ini.write_text("[pytest]\n", encoding="utf-8")  # the user's pytest config does not apply
     results = tmp / "results.json"
     words = [*map(str, files)]
-    words += ["-c", str(ini), "--rootdir", str(Path.cwd()), "--noconftest"]
+    # Test ids relative to the scenarios' common directory, wherever they are installed.
+    root = os.path.commonpath([str(f.resolve().parent) for f in files])
+    words += ["-c", str(ini), "--rootdir", root, "--noconftest"]
     # Only the plugins this run needs, loaded once each: no third-party plugin autoloading
     # (the user's pytest plugins and settings are not part of a conformance run).
     words += ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "conformance.plugin"]
