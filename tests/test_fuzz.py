@@ -1,0 +1,64 @@
+"""Fault fuzzing: schedules are valid scenarios, the reference survives them, findings replay."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+
+from conformance.adapters.reference import ReferenceAdapter
+from conformance.evidence import is_failed
+from conformance.fuzz import FUZZ_CRITERIA, main, run_fuzz, schedules
+from fakes import Gateway, Scenario
+
+
+@settings(max_examples=200, deadline=None)
+@given(schedules())
+def test_every_schedule_is_a_valid_scenario(sc: dict) -> None:
+    scenario = Scenario.from_dict(sc)
+    assert scenario.criteria == list(FUZZ_CRITERIA)
+    # A healthy tail always lets a correct agent finish.
+    assert scenario.raw["script"][-1]["reply"]["finish_reason"] == "stop"
+    if "abort" in sc:
+        held = sc["script"][sc["abort"]["when_step"]]
+        assert "stall" in held["fault"]
+
+
+def test_reference_survives_a_small_budget(tmp_path) -> None:
+    with Gateway.running() as gw:
+        report = run_fuzz(gw, ReferenceAdapter(), budget=15, seed_value=3, out_dir=tmp_path)
+    assert report.finding is None, report.finding and report.finding.broken
+    assert report.schedules == 15
+    assert not list(tmp_path.iterdir())
+
+
+def test_bad_arguments_are_usage_errors(capsys) -> None:
+    assert main(["--budget", "0"]) == 2
+    assert "--budget" in capsys.readouterr().err
+    assert main(["--agent", "nonsense"]) == 2
+    assert "unknown adapter" in capsys.readouterr().err
+
+
+def _entry(fault: str, **response) -> dict:
+    resp = {"status": 200, "end": "complete", "sent": "", "sent_bytes": 10, "full_bytes": 10}
+    return {"fault": fault, "fault_params": {}, "response": {**resp, **response}}
+
+
+def test_a_stall_waited_out_is_no_failure() -> None:
+    assert not is_failed(_entry("stall"))
+    assert is_failed(_entry("stall", end="client_gone", sent_bytes=4))
+
+
+def test_a_cut_after_the_last_byte_is_no_failure() -> None:
+    assert not is_failed(_entry("cut", end="reset", cut_at_byte=10))
+    assert is_failed(_entry("cut", end="reset", cut_at_byte=9, sent_bytes=9))
+
+
+def test_a_bad_event_after_done_is_no_failure() -> None:
+    assert not is_failed(_entry("malformed_event", sent="data: [DONE]\n\ndata: {bad\n\n"))
+    assert is_failed(_entry("malformed_event", sent="data: {bad\n\n"))
+    assert is_failed(_entry("in_band_error", sent='data: {"error": {}}\n\n'))
+
+
+def test_a_line_without_data_is_ignored_like_sse_parsers_do() -> None:
+    e = _entry("malformed_event")
+    e["fault_params"] = {"kind": "missing_data"}
+    assert not is_failed(e)
