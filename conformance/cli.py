@@ -115,6 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     rep.add_argument("rest", nargs=argparse.REMAINDER)
+
+    fz = sub.add_parser(
+        "fuzz",
+        help="search fault schedules for one that breaks an agent, shrink it, save it",
+        description="Hypothesis-generated fault schedules; see `conformance fuzz --help`.",
+        add_help=False,
+    )
+    fz.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -327,6 +335,17 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["fuzz"]:
+        # Its options are its own: hand them over untouched (argparse would claim --help).
+        from conformance.fuzz import main as fuzz_main
+
+        return fuzz_main(words[1:])
+    if words[:1] == ["report"]:
+        # One implementation of the report CLI: the reports package's own.
+        from reports.cli import main as report_main
+
+        return report_main(words[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "list":

@@ -62,3 +62,14 @@ def test_a_line_without_data_is_ignored_like_sse_parsers_do() -> None:
     e = _entry("malformed_event")
     e["fault_params"] = {"kind": "missing_data"}
     assert not is_failed(e)
+
+
+def test_conformance_fuzz_and_report_take_their_own_options(capsys) -> None:
+    from conformance.cli import main as cli_main
+
+    for cmd, word in (("fuzz", "--budget"), ("report", "--out")):
+        try:
+            cli_main([cmd, "--help"])
+        except SystemExit as exc:
+            assert exc.code == 0
+        assert word in capsys.readouterr().out
