@@ -99,6 +99,7 @@ __all__ = [
     "MAX_EMPTY_REPLIES",
     "MISSING_RESULT",
     "OVERLOADS_BEFORE_FALLBACK",
+    "PRIVATE_CALL_FIELDS",
     "PRIVATE_FIELDS",
     "Aborted",
     "Action",
@@ -140,10 +141,16 @@ IDLE_TIMEOUT_S = 60.0  # unscaled: no chunk for this long = stream failure
 MAX_EMPTY_REPLIES = 3  # bounded re-sends of empty 200 replies
 OVERLOADS_BEFORE_FALLBACK = 3
 MAX_COMPACTION_FAILURES = 3
+TEXT_REPEATS = 3  # the same reply text this often in a row is a loop (LOP-06)
 EXTRA_STEPS = 20  # steps beyond the tool-call cap: continuations, limit changes, compaction
 PRIVATE_FIELDS = ("signature", "reasoning_signature", "thinking_blocks")
+PRIVATE_CALL_FIELDS = ("extra_content",)
 MISSING_RESULT = "[No result: this tool call was interrupted before it returned.]"
 COMPACT_PROMPT = "Summarize the conversation below concisely."
+REPEATED_TEXT_NOTE = (
+    "<system-reminder>\nYou have written the same text 3 times in a row without making "
+    "progress. Do not repeat it: try a different approach, or ask the user.\n</system-reminder>"
+)
 TITLE_PROMPT = "Write a short title for this conversation. Reply with the title only."
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -245,8 +252,23 @@ def sanitize_history(messages: list[dict], *, preserve_reasoning: bool = True) -
 
 
 def strip_private(messages: list[dict]) -> list[dict]:
-    """History without vendor-private fields, for a different (fallback) model."""
-    return [{k: v for k, v in m.items() if k not in PRIVATE_FIELDS} for m in messages]
+    """History without vendor-private fields, for a different (fallback) model.
+
+    Message-level signatures and thinking blocks go, and so do tool calls' ``extra_content``
+    (where gateways carry thought signatures).
+    """
+    out = []
+    for m in messages:
+        clean = {k: v for k, v in m.items() if k not in PRIVATE_FIELDS}
+        if isinstance(clean.get("tool_calls"), list):
+            clean["tool_calls"] = [
+                {k: v for k, v in c.items() if k not in PRIVATE_CALL_FIELDS}
+                if isinstance(c, dict)
+                else c
+                for c in clean["tool_calls"]
+            ]
+        out.append(clean)
+    return out
 
 
 _CTX_MAX = re.compile(r"maximum context length is (\d+)")
@@ -340,6 +362,8 @@ class TurnCore:
         self._running: str | None = None  # call id of the running tool
         self._truncated = False
         self._reminders: list[str] = []
+        self._last_text: str | None = None
+        self._texts = 0  # how often in a row the reply text was _last_text
 
     # ---- public interface --------------------------------------------------------------
     @property
@@ -614,11 +638,23 @@ class TurnCore:
         )
 
     def _stream_complete(self, attempt: _Attempt, *, cancel: bool) -> None:
-        if attempt.reply.finish_reason is None:
+        r = attempt.reply
+        if r.finish_reason is None:
             self._stream_failed("stream ended without finish_reason")
             return
         self._close_attempt(cancel=cancel)
-        self._got_reply(attempt.reply)
+        if r.finish_reason != "length" and not (r.content or r.reasoning or r.tool_calls):
+            self._empty_reply()
+            return
+        self._got_reply(r)
+
+    def _empty_reply(self) -> None:
+        """STR-16: an empty 200 reply is sent again, a bounded number of times."""
+        self._empties += 1
+        if self._empties > MAX_EMPTY_REPLIES:
+            self._surface("server", "The model kept returning empty replies")
+        else:
+            self._send()
 
     def _stream_failed(self, why: str) -> None:
         """The streaming body failed after the headers: withdraw, then fall back or surface."""
@@ -640,11 +676,7 @@ class TurnCore:
             return
         reply = _parse_full(data)
         if reply is None:
-            self._empties += 1
-            if self._empties > MAX_EMPTY_REPLIES:
-                self._surface("server", "The model kept returning empty replies")
-            else:
-                self._send()
+            self._empty_reply()
             return
         reply.msg_id = self._new_id()
         self._show_reply(reply)
@@ -658,7 +690,8 @@ class TurnCore:
         conn: str | None,
         received_at: datetime | None,
     ) -> None:
-        self.overloads = self.overloads + 1 if status == 529 else 0
+        overloaded = status == 529 or (status is not None and "overloaded_error" in text)
+        self.overloads = self.overloads + 1 if overloaded else 0
         fb = self.config.get("fallback_model")
         if (
             self.b.model_fallback
@@ -742,7 +775,16 @@ class TurnCore:
             self._send_aux("compact", _compaction_body(self.model, self.messages))
             self.phase = Phase.COMPACT
             return
-        self._error(kind, message)
+        self._error(kind, self._named(message))
+
+    def _named(self, message: str) -> str:
+        """The error text plus the turn-level recovery already tried (ERR-04)."""
+        tried = []
+        if self.model != str(self.start.get("model", "")):
+            tried.append(f"model fallback to {self.model!r}")
+        if self._compacted:
+            tried.append("compaction (summarized history)")
+        return f"{message}; recovery tried: {', '.join(tried)}" if tried else message
 
     def _dump(self, payload: dict[str, Any], error: str) -> None:
         """Decide on a debug dump of a rejected request; the driver writes and redacts it."""
@@ -763,6 +805,9 @@ class TurnCore:
         if reply.usage:
             for k in self.usage:
                 self.usage[k] += _int(reply.usage.get(k))
+        if self.b.loop_detection and self._repeated(reply.content):
+            # LOP-06, sent with the next request; a system note, as it is no user progress.
+            self._reminders.append(REPEATED_TEXT_NOTE)
         truncated = reply.finish_reason == "length"
         if truncated and not reply.tool_calls:
             new = raised_limit(self.user_limit, self.max_tokens, already_raised=self._raised)
@@ -780,6 +825,7 @@ class TurnCore:
                 self._error("output_limit", OUTPUT_LIMIT_ERROR)
                 return
             self._append(reply)
+            self._add_notes()
             self._continue()
             self._next_step()
             return
@@ -790,8 +836,24 @@ class TurnCore:
         self._append(reply)
         self._calls = list(reply.tool_calls)
         self._truncated = truncated
-        self._reminders = []
         self._run_next_tool()
+
+    def _repeated(self, text: str) -> bool:
+        """LOP-06: the same non-empty reply text 3 times in a row (tool calls between count)."""
+        norm = text.strip()
+        if not norm:
+            return False
+        self._texts = self._texts + 1 if norm == self._last_text else 1
+        self._last_text = norm
+        return self._texts == TEXT_REPEATS
+
+    def _add_notes(self) -> None:
+        for note in self._reminders:
+            # After all tool results, so the call/result pairing stays intact.
+            role = "system" if note == REPEATED_TEXT_NOTE else "user"
+            self.messages.append({"role": role, "content": note})
+            self._show_message(role, note, meta=True)
+        self._reminders = []
 
     def _continue(self) -> None:
         """The hidden continuation message: sent on the wire, shown as meta (TRN-01, TRN-02)."""
@@ -815,11 +877,7 @@ class TurnCore:
 
     def _run_next_tool(self) -> None:
         if not self._calls:
-            for note in self._reminders:
-                # After all tool results, so the call/result pairing stays intact.
-                self.messages.append({"role": "user", "content": note})
-                self._show_message("user", note, meta=True)
-            self._reminders = []
+            self._add_notes()
             if self._truncated and self.b.continuation:
                 # TRN-03: tools first, then the continuation, last; the count is not used.
                 self._continue()
@@ -883,7 +941,7 @@ class TurnCore:
         if summary is None:
             self.compaction_failures += 1
             kind, message = self._pending_error or ("prompt_too_long", "Prompt too long")
-            self._error(kind, message)
+            self._error(kind, f"{message}; the compaction (summarize) request failed")
             return
         self.compaction_failures = 0
         self.messages = [

@@ -426,6 +426,14 @@ def test_STR_16_empty_replies_are_resent_a_bounded_number_of_times():
     assert len(d.sends) == 4 and d.end == EndTurn("error")
 
 
+def test_STR_16_empty_streamed_reply_is_resent_in_the_same_mode():
+    d = Drive()
+    d.stream(delta_event(finish="stop"))
+    assert [s.body["stream"] for s in d.sends] == [True, True] and d.end is None
+    d.text("hello")
+    assert d.end == EndTurn("completed")
+
+
 # ---- TRN / RSN ------------------------------------------------------------------------
 def test_TRN_01_02_length_appends_the_hidden_continuation():
     d = Drive(max_output_tokens=1000)
@@ -642,6 +650,33 @@ def test_LOP_05_compaction_stops_after_three_failures():
     assert not [a for a in out if isinstance(a, SendRequest)] and out[-1] == EndTurn("error")
 
 
+def test_LOP_06_same_text_three_times_gets_a_note_before_the_continuation():
+    d = Drive(max_output_tokens=1000)
+    for _ in range(3):
+        d.text("I am still thinking.", finish="length")
+    msgs = d.sends[-1].body["messages"]
+    assert "same text 3 times" in msgs[-2]["content"] and msgs[-1]["content"] == CONTINUATION_TEXT
+    assert all("same text" not in json.dumps(s.body) for s in d.sends[:-1])
+
+
+def test_LOP_06_same_text_with_tool_calls_between_gets_a_note_after_the_results():
+    d = Drive()
+    for i in range(3):
+        args = json.dumps({"path": str(i)})
+        d.stream(delta_event("Next file.", calls=[call(f"c{i}", args=args)], finish="tool_calls"))
+        d.tool("not it")
+    msgs = d.sends[-1].body["messages"]
+    assert msgs[-2]["role"] == "tool"
+    assert msgs[-1]["role"] == "system" and "same text 3 times" in msgs[-1]["content"]
+
+
+def test_LOP_06_switch_off_adds_no_note():
+    d = Drive(Behaviours(loop_detection=False), max_output_tokens=1000)
+    for _ in range(3):
+        d.text("I am still thinking.", finish="length")
+    assert "same text" not in json.dumps(d.sends[-1].body)
+
+
 # ---- CTX ------------------------------------------------------------------------------
 OVERFLOW = '{"error": {"code": "context_length_exceeded", "message": "too long"}}'
 
@@ -726,6 +761,37 @@ def test_MFB_04_private_fields_stripped_for_the_fallback_model():
     assert sent["model"] == "fb" and "signature" not in json.dumps(sent)
 
 
+def test_MFB_01_overloaded_error_body_counts_as_an_overload():
+    d = Drive(fallback_model="fb")
+    d.fail_n(3, 503, None)
+    assert d.sends[-1].body["model"] == "m"
+    d2 = Drive(fallback_model="fb")
+    for _ in range(3):
+        d2.status(503, body='{"error": {"type": "overloaded_error"}}')
+        if d2.core.phase is Phase.WAIT:
+            d2.fire()
+    assert d2.sends[-1].body["model"] == "fb"
+
+
+def test_MFB_04_tool_call_extra_content_stripped_for_the_fallback_model():
+    calls = [{"id": "c", "function": {}, "extra_content": {"google": {"thought_signature": "s"}}}]
+    history = [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "c", "content": "r"},
+    ]
+    core = TurnCore({**start_msg(fallback_model="fb"), "history": history}, rand=lambda: 0.5)
+    out = core.begin()
+    assert "thought_signature" in json.dumps(out[-1].body)
+    for _ in range(3):
+        rid = out[-1].request_id
+        core.handle(HeadersReceived(rid, 529, {}, NOW))
+        out = core.handle(BodyEnded(rid, ""))
+        if isinstance(out[-1], StartTimer):
+            out = core.handle(TimerFired(out[-1].timer_id))
+    assert out[-1].body["model"] == "fb" and "thought_signature" not in json.dumps(out[-1].body)
+
+
 # ---- ERR / DBG / CTL ------------------------------------------------------------------
 def test_ERR_01_exhausted_error_is_typed():
     d = Drive(_start={"stream": False})
@@ -761,6 +827,16 @@ def test_ERR_04_surfaced_error_names_the_recovery_tried():
     d.fail_n(11)
     msg = d.of(ShowError)[0].message
     assert "after 10 retries" in msg and "non-streaming fallback" in msg
+
+
+def test_ERR_04_error_names_compaction_and_model_fallback():
+    d = Drive(fallback_model="fb")
+    d.fail_n(3, 529)
+    d.status(400, body=OVERFLOW)
+    d.status(200, body=_compaction_reply())
+    d.status(400, body=OVERFLOW)
+    msg = d.of(ShowError)[0].message
+    assert "model fallback to 'fb'" in msg and "compaction" in msg
 
 
 def test_ERR_05_a_driver_bug_is_a_clear_error_and_late_events_are_ignored():
