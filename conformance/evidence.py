@@ -19,6 +19,7 @@ __all__ = [
     "Retry",
     "RETRYABLE_STATUSES",
     "SLACK_REAL_S",
+    "LATE_SLACK_REAL_S",
     "nominal_backoff",
     "asked_wait",
     "is_failed",
@@ -26,8 +27,10 @@ __all__ = [
 
 # Statuses the retry policy covers (429, 5xx of RTY-05, 408/409 of RTY-16).
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-# Fixed scheduling slack per attempt, in real seconds.
+# Fixed scheduling slack per attempt, in real seconds: an attempt may come this much early...
 SLACK_REAL_S = 0.005
+# ...and this much late: a loaded machine delays wake-ups far more than it advances them.
+LATE_SLACK_REAL_S = 0.025
 
 
 def nominal_backoff(n: int) -> float:
@@ -144,6 +147,11 @@ class Evidence:
     def slack(self) -> float:
         """The per-attempt scheduling slack in nominal seconds."""
         return SLACK_REAL_S / self.time_scale
+
+    @property
+    def late_slack(self) -> float:
+        """How late an attempt may be, beyond its upper bound, in nominal seconds."""
+        return LATE_SLACK_REAL_S / self.time_scale
 
     def chat(self) -> list[dict[str, Any]]:
         """Chat attempts in arrival order (entries the gateway could not serve left out)."""

@@ -36,14 +36,15 @@ def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Findi
     jitter band of its nominal backoff delay."""
     expected = (
         f"after {label} without Retry-After, retry n waits min(32, 0.5*2^(n-1)) s "
-        f"x [{JITTER_LOW}, {JITTER_HIGH}] (+/- {_fmt(ev.slack)} slack)"
+        f"x [{JITTER_LOW}, {JITTER_HIGH}] (slack {_fmt(ev.slack)} early, "
+        f"{_fmt(ev.late_slack)} late)"
     )
     judged = []
     for r in ev.retries():
         if _status(r.failed) not in statuses or asked_wait(r.failed) is not None:
             continue
         nom = nominal_backoff(r.n)
-        lo, hi = nom * JITTER_LOW - ev.slack, nom * JITTER_HIGH + ev.slack
+        lo, hi = nom * JITTER_LOW - ev.slack, nom * JITTER_HIGH + ev.late_slack
         judged.append(f"retry {r.n}: {_fmt(r.wait)} (nominal {nom}s)")
         if not lo <= r.wait <= hi:
             return failed(
@@ -73,16 +74,14 @@ def _unretried(ev: Evidence, statuses: frozenset[int | None], expected: str) -> 
 
 def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
     """After a response asking a wait through ``kind``, the next attempt honours it."""
-    expected = (
-        f"after {label} asking S s, the next attempt arrives within [S - slack, 1.25*S + slack]"
-    )
+    expected = f"after {label} asking S s, the next attempt arrives within [S - slack, 1.25*S + late slack]"
     judged = []
     for r in ev.retries():
         asked = asked_wait(r.failed)
         if asked is None or asked[1] != kind:
             continue
         s = asked[0]
-        lo, hi = s - ev.slack, s * JITTER_HIGH + ev.slack
+        lo, hi = s - ev.slack, s * JITTER_HIGH + ev.late_slack
         judged.append(f"asked {s:.3f}s, waited {_fmt(r.wait)}")
         if not lo <= r.wait <= hi:
             return failed(
