@@ -12,13 +12,22 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakes.dialects import anthropic_messages, openai_responses
 from fakes.dialects import openai_chat as oc
 from fakes.scenario import STREAM_ONLY, Step
 
-__all__ = ["Chunk", "Plan", "make_plan", "harness_error_plan"]
+__all__ = ["Chunk", "Plan", "make_plan", "harness_error_plan", "DIALECTS"]
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
 JSON_HEADERS = {"Content-Type": "application/json"}
+
+# Wire dialects by the name the journal records; chat completions is rendered by ``make_plan``
+# itself, the others by ``_dialect_plan`` through the modules' common rendering interface.
+DIALECTS: dict[str, Any] = {
+    "openai_chat": oc,
+    "anthropic_messages": anthropic_messages,
+    "openai_responses": openai_responses,
+}
 
 
 @dataclass
@@ -48,9 +57,9 @@ class Plan:
     harness_error: str | None = None
 
 
-def harness_error_plan(message: str) -> Plan:
-    """A 500 reply for a request the script cannot serve."""
-    body = json.dumps(oc.error_body(message, "harness_error")).encode()
+def harness_error_plan(message: str, dialect: str = "openai_chat") -> Plan:
+    """A 500 reply for a request the script cannot serve, shaped as ``dialect``'s error."""
+    body = json.dumps(DIALECTS[dialect].error_body(message, "harness_error")).encode()
     return Plan(
         status=500,
         headers=dict(JSON_HEADERS),
@@ -72,8 +81,10 @@ def _truncate(reply: dict[str, Any], part: str, at: int) -> dict[str, Any]:
     return r
 
 
-def make_plan(step: Step, request: dict[str, Any]) -> Plan:
-    """The plan for ``request`` (parsed JSON body) served by ``step``."""
+def make_plan(step: Step, request: dict[str, Any], dialect: str = "openai_chat") -> Plan:
+    """The plan for ``request`` (parsed JSON body) served by ``step`` in ``dialect``."""
+    if dialect != "openai_chat":
+        return _dialect_plan(step, request, DIALECTS[dialect])
     stream = bool(request.get("stream"))
     model = str(request.get("model") or "fake-model")
     name, p = step.fault_name, step.fault_params
@@ -209,3 +220,122 @@ def _no_choices(plan: Plan, model: str) -> Plan:
         plan.chunks = [Chunk(json.dumps(obj).encode(), event=False)]
     plan.full_bytes = sum(len(c.data) for c in plan.chunks)
     return plan
+
+
+# -- other dialects (Anthropic Messages, OpenAI Responses) ------------------------------------
+# The same primitives as above over that dialect's events: the finish marker is the dialect's
+# (``message_delta`` / the terminal ``response.*`` event), ``done`` its end-of-stream marker
+# (``message_stop``; Responses has none apart from the terminal event), see docs/gateway.md.
+
+
+def _dialect_plan(step: Step, request: dict[str, Any], d: Any) -> Plan:
+    stream = bool(request.get("stream"))
+    model = str(request.get("model") or "fake-model")
+    name, p = step.fault_name, step.fault_params
+    if name in STREAM_ONLY and not stream:
+        name = None
+    reply = dict(step.reply or {})
+    plan = Plan(stream=stream, fault=name)
+    if name == "http_error":
+        plan.status, plan.stream = int(p["status"]), False
+        body = p.get("body")
+        if body is None:
+            body = d.http_error_body(plan.status)
+        raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        plan.headers = {
+            **({} if isinstance(body, str) else JSON_HEADERS),
+            **{k: str(v) for k, v in (p.get("headers") or {}).items()},
+        }
+        plan.chunks, plan.full_bytes = [Chunk(raw, event=False)], len(raw)
+        plan.retry_after_date = p.get("retry_after_date")
+        return plan
+    if name == "reset_before_headers":
+        plan.reset_before_headers, plan.ending = True, "reset"
+        return plan
+    empty, terminal = None, True
+    if name == "length":
+        reply = _truncate(reply, p["part"], int(p["at"]))
+    elif name == "empty_reply":
+        empty, reply = p.get("kind", "no_choices"), {"text": "", "finish_reason": "stop"}
+    elif name == "end_without_finish":
+        reply["finish_reason"], terminal = None, bool(p.get("done", False))
+    elif name == "finish_without_done":
+        terminal = False
+    elif name == "delay_headers":
+        plan.header_delay = float(p["seconds"])
+
+    if not stream:
+        raw = json.dumps(d.json_body(reply, model, empty=empty), ensure_ascii=False).encode()
+        plan.headers, plan.full_bytes = dict(JSON_HEADERS), len(raw)
+        delay = float(p["seconds"]) if name == "stall" else 0.0
+        if name == "cut":
+            at = int(p.get("at_byte", 0))
+            plan.chunks = [Chunk(raw[:at], delay, event=False)]
+            plan.cut_at_byte, plan.ending = min(at, len(raw)), p.get("mode", "reset")
+        else:
+            plan.chunks = [Chunk(raw, delay, event=False)]
+        return plan
+
+    reply_json = json.dumps(reply, sort_keys=True)
+    frames = _dialect_frames(d.NAME, reply_json, model, terminal, empty)
+    plan.headers = dict(SSE_HEADERS)
+    plan.full_bytes = sum(len(f) for f in frames)
+    chunks = [Chunk(f) for f in frames]
+    n = int(p.get("after_events", 0))
+    if name == "cut":
+        plan.ending = p.get("mode", "reset")
+        chunks = _cut(chunks, p, plan)
+    elif name == "stall":
+        chunks = _stall(chunks, n, float(p["seconds"]), p.get("keepalive"))
+    elif name == "malformed_event":
+        bad = Chunk(d.malformed_frame(p.get("kind", "bad_json")), event=False)
+        chunks = chunks[:n] + [bad] + chunks[n:]
+    elif name == "in_band_error":
+        chunks = chunks[:n] + [Chunk(d.in_band_error_frame(p.get("error"), n, model))]
+    elif name == "slow_dribble":
+        chunks = [Chunk(c.data, float(p["interval"]) if i else 0.0) for i, c in enumerate(chunks)]
+    plan.chunks = chunks
+    return plan
+
+
+def _cut(chunks: list[Chunk], p: dict[str, Any], plan: Plan) -> list[Chunk]:
+    """The chunks before a cut at ``at_byte`` (a partial last event) or after N events."""
+    if "at_byte" not in p:
+        out = chunks[: int(p.get("after_events", 0))]
+        plan.cut_at_byte = sum(len(c.data) for c in out)
+        return out
+    at = int(p["at_byte"])
+    plan.cut_at_byte = min(at, plan.full_bytes)
+    out, pos = [], 0
+    for c in chunks:
+        if pos >= at:
+            break
+        take = c.data[: at - pos]
+        out.append(Chunk(take, event=len(take) == len(c.data)))
+        pos += len(c.data)
+    return out
+
+
+def _stall(chunks: list[Chunk], n: int, secs: float, keepalive: Any) -> list[Chunk]:
+    """A pause of ``secs`` after ``n`` events, filled with ``: keep-alive`` comments if asked."""
+    extra: list[Chunk] = []
+    waited = 0.0
+    if keepalive:
+        while waited + float(keepalive) < secs:
+            extra.append(Chunk(b": keep-alive\n\n", float(keepalive), event=False))
+            waited += float(keepalive)
+    rest = chunks[n:]
+    if rest:
+        rest[0] = Chunk(rest[0].data, secs - waited)
+    else:
+        extra.append(Chunk(b"", secs - waited, event=False))
+    return chunks[:n] + extra + rest
+
+
+@functools.lru_cache(maxsize=256)
+def _dialect_frames(
+    dialect: str, reply_json: str, model: str, terminal: bool, empty: str | None
+) -> tuple[bytes, ...]:
+    d = DIALECTS[dialect]
+    events = d.stream_events(json.loads(reply_json), model, terminal=terminal, empty=empty)
+    return tuple(d.frame(name, payload) for name, payload in events)
