@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance import __version__
-from conformance.adapters.base import Adapter, RunOutcome, RunRequest, redact
+from conformance.adapters.base import Adapter, RunOutcome, RunRequest, redact, redact_obj
 from conformance.catalogue import CATALOGUE, by_id
 from conformance.checks import INVARIANTS, run_check
 from conformance.evidence import Evidence
@@ -198,6 +198,10 @@ def run_scenario(
         "agent_log": redact(outcome.log, api_key),
         "error": redact(outcome.error, api_key) if outcome.error else None,
     }
+    # Adapters under the loopback guard (shipped:<profile>) report what tried to leave.
+    attempts = getattr(adapter, "last_outside_attempts", None) if not missing else None
+    if attempts is not None:
+        entry["outside_attempts"] = redact_obj(attempts, api_key)
     return entry, verdicts
 
 

@@ -82,6 +82,10 @@ def make_adapter(spec: str) -> Adapter:
         from conformance.adapters.command import CommandAdapter
 
         return CommandAdapter(spec[len("cmd:") :])
+    if spec.startswith(("shipped:", "profile:")):
+        from conformance.adapters.shipped import ShippedAdapter
+
+        return ShippedAdapter(spec.partition(":")[2])
     if spec == "reference":
         try:
             from conformance.adapters.reference import ReferenceAdapter  # type: ignore
@@ -95,5 +99,6 @@ def make_adapter(spec: str) -> Adapter:
             raise ValueError(f"adapter 'openai-sdk' is not available: {exc}") from exc
         return OpenAISDKAdapter()
     raise ValueError(
-        f"unknown adapter {spec!r}: expected 'reference', 'openai-sdk' or 'cmd:COMMAND'"
+        f"unknown adapter {spec!r}: expected 'reference', 'openai-sdk', 'cmd:COMMAND' "
+        "or 'shipped:PROFILE'"
     )
