@@ -125,6 +125,36 @@ def recover_truncated_json(text: str) -> str | None:
     return out + "}" * len(stack)
 
 
+def _expected(prop: Any) -> str:
+    """What a property's schema expects, in words: its type, enum or format."""
+    if not isinstance(prop, dict):
+        return "a value"
+    if "enum" in prop:
+        return "one of " + ", ".join(repr(v) for v in prop["enum"])
+    kind = prop.get("type")
+    words = f"type {kind!r}" if kind else "a value"
+    if prop.get("format"):
+        words += f" in format {prop['format']!r}"
+    return words
+
+
+def _decode_string_fields(args: dict, schema: dict | None) -> dict:
+    """TJS-06: fields the schema types as object/array but that arrived as JSON text, decoded."""
+    props = (schema or {}).get("properties") or {}
+    out = dict(args)
+    for key, value in args.items():
+        want = (props.get(key) or {}).get("type")
+        if want not in ("object", "array") or not isinstance(value, str):
+            continue
+        try:
+            inner = json.loads(value)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(inner, dict if want == "object" else list):
+            out[key] = inner
+    return out
+
+
 def _describe_error(err: jsonschema.ValidationError) -> str:
     path = ".".join(str(p) for p in err.absolute_path)
     field = path or "(root)"
@@ -135,7 +165,10 @@ def _describe_error(err: jsonschema.ValidationError) -> str:
     if err.validator == "required":
         missing = [k for k in err.validator_value if k not in (err.instance or {})]
         where = f" in '{path}'" if path else ""
-        return f"missing required field(s){where}: " + ", ".join(repr(m) for m in missing)
+        props = (err.schema or {}).get("properties") or {}
+        # Seed 004 §7.3.1: say which field and what it expects, so the model can fix the call.
+        named = [f"{m!r} (expected {_expected(props.get(m))})" for m in missing]
+        return f"missing required field(s){where}: " + ", ".join(named)
     if err.validator == "additionalProperties":
         return f"field '{field}': {err.message}"
     return f"field '{field}': {err.message}"
@@ -157,6 +190,7 @@ def _validate(args: dict, schema: dict | None) -> str | None:
 
 
 def _done(args: dict, schema: dict | None, warning: str | None) -> ParsedArgs:
+    args = _decode_string_fields(args, schema)
     problem = _validate(args, schema)
     if problem:
         return ParsedArgs(False, None, problem, warning)

@@ -200,7 +200,9 @@ class ToolBox:
         if status == 503 or etype == "transient":
             raise _Transient(message or f"HTTP {status}")
         if status == 504 or etype == "timeout":
-            raise TimeoutError
+            # The tool reports its own timeout: transient (seed 004 §7.3.2), retried like a 503.
+            # Only the agent's own limit (asyncio.timeout around the run) is a final timeout.
+            raise _Transient(message or f"the tool timed out (HTTP {status})")
         if etype == "permission_denied":
             return "denied", (
                 f"Error: permission denied for tool {name!r}: {message or 'no reason given'}. "

@@ -191,3 +191,32 @@ def test_TJS_02_property_prefix_recovers_to_prefix_keys(
 def test_recover_never_raises_property(text: str) -> None:
     out = recover_truncated_json(text)
     assert out is None or isinstance(out, str)
+
+
+_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string"},
+        "start": {"type": "integer"},
+        "options": {"type": "object"},
+    },
+    "required": ["path", "start"],
+}
+
+
+def test_TOL_02_a_missing_field_is_named_with_what_it_expects() -> None:
+    r = parse_tool_arguments('{"path": "a.txt"}', truncated=False, schema=_SCHEMA)
+    assert not r.ok
+    assert "'start' (expected type 'integer')" in r.error
+
+
+def test_TJS_06_an_object_field_sent_as_json_text_is_decoded() -> None:
+    raw = '{"path": "a", "start": 1, "options": "{\\"mode\\": \\"fast\\"}"}'
+    r = parse_tool_arguments(raw, truncated=False, schema=_SCHEMA)
+    assert r.ok and r.arguments["options"] == {"mode": "fast"}
+
+
+def test_TJS_06_text_that_is_not_the_expected_json_stays_an_error() -> None:
+    raw = '{"path": "a", "start": 1, "options": "[1, 2]"}'
+    r = parse_tool_arguments(raw, truncated=False, schema=_SCHEMA)
+    assert not r.ok and "'options'" in r.error

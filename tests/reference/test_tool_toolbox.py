@@ -167,6 +167,17 @@ async def test_TOL_07_transient_gives_up_after_two_retries(host) -> None:
     assert len(h.requests) == 3
 
 
+async def test_TOL_07_a_timeout_the_tool_reports_is_retried_like_a_transient(host) -> None:
+    h, url = host
+    h.replies = [
+        (504, {"error": {"type": "timeout", "message": "upstream timed out"}}),
+        (200, {"output": "ok now"}),
+    ]
+    res = await box(url, timeout_s=20).run("c1", "get_weather", {"city": "x"}, truncated=False)
+    assert (res.status, res.output) == ("ok", "ok now")
+    assert len(h.requests) == 2
+
+
 async def test_TOL_07_connection_error_retried_then_reported() -> None:
     res = await box("http://127.0.0.1:1/tools").run(
         "c1", "get_weather", {"city": "x"}, truncated=False
