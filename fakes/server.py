@@ -21,9 +21,9 @@ from typing import Any
 
 from aiohttp import web
 
-from fakes.dialects import openai_chat as oc
+from fakes.dialects import anthropic_messages
 from fakes.errors import ScenarioError
-from fakes.plan import Plan, harness_error_plan, make_plan
+from fakes.plan import DIALECTS, Plan, harness_error_plan, make_plan
 from fakes.scenario import Scenario, load_scenario
 from fakes.session import SessionState, redact_headers
 
@@ -41,8 +41,10 @@ def _rst(transport: Any) -> None:
         transport.abort()
 
 
-def _err(status: int, message: str, type_: str = "invalid_request_error") -> web.Response:
-    return web.json_response(oc.error_body(message, type_), status=status)
+def _err(
+    status: int, message: str, type_: str = "invalid_request_error", dialect: str = "openai_chat"
+) -> web.Response:
+    return web.json_response(DIALECTS[dialect].error_body(message, type_), status=status)
 
 
 class GatewayApp:
@@ -57,6 +59,9 @@ class GatewayApp:
         r.add_get("/_control/sessions/{sid}/journal", self._journal)
         r.add_delete("/_control/sessions/{sid}", self._drop)
         r.add_post("/s/{sid}/v1/chat/completions", self._chat)
+        r.add_post("/s/{sid}/v1/messages", self._messages)  # Anthropic; ?beta=true too
+        r.add_post("/s/{sid}/v1/messages/count_tokens", self._count_tokens)
+        r.add_post("/s/{sid}/v1/responses", self._responses)
         r.add_get("/s/{sid}/v1/models", self._models)
         r.add_post("/s/{sid}/tools/{tool}", self._tool)
         r.add_route("*", "/s/{sid}/{tail:.*}", self._unknown)
@@ -127,6 +132,7 @@ class GatewayApp:
             "fault_params": None,
             "response": None,
             "harness_error": None,
+            "dialect": None,  # wire dialect of a scripted request (contracts §2)
         }
         st.entries.append(e)
         return e
@@ -137,12 +143,20 @@ class GatewayApp:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:
             e["body_error"] = f"body larger than {MAX_BODY_BYTES} bytes"
-            return _err(413, f"request body larger than the limit of {MAX_BODY_BYTES} bytes")
+            return _err(
+                413,
+                f"request body larger than the limit of {MAX_BODY_BYTES} bytes",
+                dialect=e.get("dialect") or "openai_chat",
+            )
         try:
             body = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as ex:
             e["body_error"] = f"invalid JSON: {ex}"
-            return _err(400, f"request body is not valid JSON: {ex}")
+            return _err(
+                400,
+                f"request body is not valid JSON: {ex}",
+                dialect=e.get("dialect") or "openai_chat",
+            )
         e["body"] = body
         return body
 
@@ -150,27 +164,54 @@ class GatewayApp:
     def _session(self, request: web.Request) -> SessionState | None:
         return self.sessions.get(request.match_info["sid"])
 
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
+    async def _messages(self, request: web.Request) -> web.StreamResponse:
+        return await self._chat(request, "anthropic_messages")
+
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._chat(request, "openai_responses")
+
+    async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
+        d = "anthropic_messages"
         st = self._session(request)
         if st is None:
-            return _err(404, f"unknown session {request.match_info['sid']!r}")
-        e = self._entry(st, request, "chat")
+            return _err(404, f"unknown session {request.match_info['sid']!r}", dialect=d)
+        e = self._entry(st, request, "count_tokens")
+        e["dialect"] = d
         body = await self._read_json(request, e)
         if isinstance(body, web.Response):
             return self._record_simple(e, body)
-        problem = _check_chat(body)
+        problem = anthropic_messages.check_request(body)
         if problem:
             e["body_error"] = problem
-            return self._record_simple(e, _err(400, problem))
-        step = st.take_step(body)
+            return self._record_simple(e, _err(400, problem, dialect=d))
+        count = anthropic_messages.count_tokens(body)
+        return self._record_simple(e, web.json_response({"input_tokens": count}))
+
+    async def _chat(self, request: web.Request, dialect: str = "openai_chat") -> web.StreamResponse:
+        st = self._session(request)
+        if st is None:
+            return _err(404, f"unknown session {request.match_info['sid']!r}", dialect=dialect)
+        e = self._entry(st, request, "chat")
+        e["dialect"] = dialect
+        body = await self._read_json(request, e)
+        if isinstance(body, web.Response):
+            return self._record_simple(e, body)
+        chat = dialect == "openai_chat"
+        problem = _check_chat(body) if chat else DIALECTS[dialect].check_request(body)
+        if problem:
+            e["body_error"] = problem
+            return self._record_simple(e, _err(400, problem, dialect=dialect))
+        # Steps match on a chat-shaped view of the request: scripts are dialect-neutral.
+        step = st.take_step(body if chat else DIALECTS[dialect].match_view(body))
         if step is None:
             plan = harness_error_plan(
                 f"scenario {st.scenario.id!r}: no script step left that matches this request "
-                f"(request #{e['seq']}, stream={bool(body.get('stream'))})"
+                f"(request #{e['seq']}, stream={bool(body.get('stream'))})",
+                dialect,
             )
         else:
             e["step"] = step.index
-            plan = make_plan(step, body)
+            plan = make_plan(step, body, dialect)
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
         e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
