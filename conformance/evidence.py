@@ -40,6 +40,24 @@ def nominal_backoff(n: int) -> float:
     return min(32.0, 0.5 * 2 ** (n - 1))
 
 
+def _injected_after_done(sent: str, params: dict[str, Any]) -> bool:
+    """Whether the injected event came after the stream's own `data: [DONE]`.
+
+    A malformed event is inserted in the middle of the rendering, whose rest (with [DONE]) still
+    goes out when the body is small, so [DONE] being somewhere in `sent` is not enough: the
+    injected frame sits at index `after_events` among the frames written.
+    """
+    if "data: [DONE]" not in sent:
+        return False
+    if "after_events" not in params:
+        return True  # position unknown: keep the older reading
+    n = int(params["after_events"])
+    frames = [f for f in sent.split("\n\n") if f.strip()]
+    own = frames[:n] + frames[n + 1 :]  # the rendering's frames, without the injected one
+    done = next((i for i, f in enumerate(own) if f.strip() == "data: [DONE]"), None)
+    return done is not None and n > done
+
+
 def is_failed(entry: dict[str, Any]) -> bool:
     """Whether a chat attempt failed on the wire (error status, no response, or broken)."""
     resp = entry.get("response")
@@ -52,8 +70,8 @@ def is_failed(entry: dict[str, Any]) -> bool:
     if entry.get("fault") == "malformed_event" and params.get("kind") == "missing_data":
         # A line with no field name is ignored by SSE parsers: the stream itself is intact.
         return resp.get("end") in ("reset", "close")
-    if entry.get("fault") in ("malformed_event", "in_band_error") and "data: [DONE]" in (
-        resp.get("sent") or ""
+    if entry.get("fault") in ("malformed_event", "in_band_error") and _injected_after_done(
+        resp.get("sent") or "", params
     ):
         # Injected after the stream's own end: a client that stops at [DONE] never meets it.
         return resp.get("end") in ("reset", "close")
