@@ -7,6 +7,7 @@ and how the response ends. The server only carries out a plan, scaling the delay
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass, field
@@ -83,6 +84,8 @@ def _truncate(reply: dict[str, Any], part: str, at: int) -> dict[str, Any]:
 
 def make_plan(step: Step, request: dict[str, Any], dialect: str = "openai_chat") -> Plan:
     """The plan for ``request`` (parsed JSON body) served by ``step`` in ``dialect``."""
+    if step.replay is not None:
+        return _replay_plan(step, request)
     if dialect != "openai_chat":
         return _dialect_plan(step, request, DIALECTS[dialect])
     stream = bool(request.get("stream"))
@@ -339,3 +342,77 @@ def _dialect_frames(
     d = DIALECTS[dialect]
     events = d.stream_events(json.loads(reply_json), model, terminal=terminal, empty=empty)
     return tuple(d.frame(name, payload) for name, payload in events)
+
+
+# -- replay: recorded bytes (a probe's recording) -------------------------------------------
+
+
+def _replay_plan(step: Step, request: dict[str, Any]) -> Plan:
+    """Carry out a ``replay`` step: the recorded status, headers and chunks, byte for byte.
+
+    Faults that act on bytes still apply (``http_error`` and ``reset_before_headers`` replace
+    the response; ``delay_headers``, ``cut``, ``stall``, ``slow_dribble``, ``malformed_event``
+    and ``in_band_error`` act on the chunks); ``after_events`` counts chunks carrying a
+    ``data:`` line, since a recording's write boundaries need not match events.
+    """
+    name, p = step.fault_name, step.fault_params
+    if name in ("http_error", "reset_before_headers"):
+        return make_plan(dataclasses.replace(step, replay=None, reply=None), request)
+    rp = step.replay or {}
+    stream = bool(request.get("stream"))
+    if name in STREAM_ONLY and not stream:
+        name = None
+    plan = Plan(
+        status=int(rp.get("status", 200)),
+        headers={k: str(v) for k, v in (rp.get("headers") or {}).items()},
+        stream=stream,
+        fault=name,
+        ending=rp.get("end", "complete"),
+    )
+    chunks = [Chunk(c.encode("utf-8"), event="data:" in c) for c in rp.get("chunks") or []]
+    plan.full_bytes = sum(len(c.data) for c in chunks)
+    n = int(p.get("after_events", 0))
+    at = next((i + 1 for i, k in enumerate(_event_counts(chunks)) if k >= n), 0) if n else 0
+    if name == "delay_headers":
+        plan.header_delay = float(p["seconds"])
+    elif name == "cut":
+        plan.ending = p.get("mode", "reset")
+        if "at_byte" in p:
+            out, pos, cut = [], 0, int(p["at_byte"])
+            for c in chunks:
+                if pos >= cut:
+                    break
+                out.append(Chunk(c.data[: cut - pos], event=c.event and pos + len(c.data) <= cut))
+                pos += len(c.data)
+            chunks = out
+        else:
+            chunks = chunks[:at]
+        plan.cut_at_byte = sum(len(c.data) for c in chunks)
+    elif name == "stall":
+        rest = chunks[at:] or [Chunk(b"", event=False)]
+        chunks = chunks[:at] + [Chunk(rest[0].data, float(p["seconds"]), rest[0].event)] + rest[1:]
+    elif name == "slow_dribble":
+        chunks = [
+            Chunk(c.data, float(p["interval"]) if i else 0.0, c.event) for i, c in enumerate(chunks)
+        ]
+    elif name == "malformed_event":
+        bad = (
+            b'data: {"choices": [{"delta": \n\n'
+            if p.get("kind", "bad_json") == "bad_json"
+            else b'{"choices": []}\n\n'
+        )
+        chunks = chunks[:at] + [Chunk(bad, event=False)] + chunks[at:]
+    elif name == "in_band_error":
+        err = p.get("error") or {"message": "simulated in-band error", "type": "server_error"}
+        chunks = chunks[:at] + [Chunk(oc.frame(json.dumps({"error": err})))]
+    plan.chunks = chunks
+    return plan
+
+
+def _event_counts(chunks: list[Chunk]) -> list[int]:
+    """Running count of event-carrying chunks."""
+    out, k = [], 0
+    for c in chunks:
+        k += c.event
+        out.append(k)
+    return out

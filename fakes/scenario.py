@@ -31,6 +31,9 @@ STREAM_ONLY = {
     "slow_dribble",
 }
 
+# Faults that change the rendered reply itself: meaningless on recorded bytes.
+REPLAY_UNFIT = {"length", "empty_reply", "end_without_finish", "finish_without_done"}
+
 
 def schema() -> dict[str, Any]:
     """The scenario JSON Schema (cached)."""
@@ -49,6 +52,7 @@ class Step:
     fault: dict[str, Any] | None
     match: dict[str, Any] = field(default_factory=dict)
     times: int = 1
+    replay: dict[str, Any] | None = None  # a recorded response, carried out byte for byte
 
     @property
     def fault_name(self) -> str | None:
@@ -95,6 +99,7 @@ class Scenario:
                 fault=_norm_fault(s.get("fault")),
                 match=s.get("match") or {},
                 times=s.get("times", 1),
+                replay=s.get("replay"),
             )
             for i, s in enumerate(data["script"])
         ]
@@ -105,6 +110,12 @@ class Scenario:
                     f"{_where(source, lines or {}, path)}: {_fmt(path)}: "
                     f"{st.fault_name!r} is a stream-only fault but the step "
                     "matches stream: false"
+                )
+            if st.replay is not None and st.fault_name in REPLAY_UNFIT:
+                path = ("script", st.index, "fault")
+                raise ScenarioError(
+                    f"{_where(source, lines or {}, path)}: {_fmt(path)}: "
+                    f"{st.fault_name!r} rewrites a rendered reply and cannot apply to a replay step"
                 )
         return cls(
             id=data["id"],
