@@ -1,25 +1,42 @@
 """The official `openai` SDK at its defaults, driven by a minimal agent loop (`openai-sdk`).
 
-It shows how a plain SDK-based agent fares: default retries (2), streaming, no stream fallback,
-no time scaling. It runs on a worker thread and is bounded by the run's deadline.
+It shows how a plain SDK-based agent fares: the client is built with only `base_url` and
+`api_key` (its own HTTP client, so its default timeout and retries: `max_retries=2`, backoff
+0.5 s doubling up to 8 s with up to 25 % jitter, Retry-After / retry-after-ms honoured within
+the SDK's cap, `x-should-retry` obeyed), streaming, no stream fallback, no continuation after a
+`length` finish, no time scaling. Whatever the SDK raises is shown as one error and ends the
+turn. The loop runs on a worker thread, bounded by the run's deadline.
+
+Declared capabilities: `tools` (the loop runs hosted tools) and `should_retry_header` (the SDK's
+retry layer obeys `x-should-retry`). Nothing else: the loop shows no removals, no meta
+messages, has no abort key, no fallback model, no compaction.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-import traceback
+import ssl
 
-import httpx
 import openai
 
-from conformance.adapters.base import RunOutcome, RunRequest, redact, redact_obj
+from conformance.adapters._sdk_common import TurnContext, error_event, openai_tools, run_turn
+from conformance.adapters.base import RunOutcome, RunRequest
 
-__all__ = ["OpenAISDKAdapter"]
+__all__ = ["CAPABILITIES", "OpenAISDKAdapter"]
 
-CAPABILITIES = ("tools",)
+CAPABILITIES = ("tools", "should_retry_header")
 _MAX_STEPS = 20  # bounds the tool loop of this minimal agent
+
+
+def make_client(req: RunRequest) -> openai.OpenAI:
+    """An `OpenAI` client at the SDK's defaults, pointed at the gateway.
+
+    Only TLS needs an HTTP client of our own, and then the SDK's `DefaultHttpxClient`, which
+    keeps the SDK's timeout, limits and redirects (a bare client would not).
+    """
+    if req.ca_file:
+        http = openai.DefaultHttpxClient(verify=ssl.create_default_context(cafile=req.ca_file))
+        return openai.OpenAI(base_url=req.base_url, api_key=req.api_key, http_client=http)
+    return openai.OpenAI(base_url=req.base_url, api_key=req.api_key)
 
 
 class OpenAISDKAdapter:
@@ -31,157 +48,81 @@ class OpenAISDKAdapter:
         return set(CAPABILITIES)
 
     def run(self, req: RunRequest) -> RunOutcome:
-        events: list[dict] = []
-        lock = threading.Lock()
-        state: dict = {"log": "", "error": None}
-
-        def emit(ev: dict) -> None:
-            with lock:
-                events.append({**ev, "t_ns": time.monotonic_ns()})
-
-        def worker() -> None:
-            try:
-                self._turn(req, emit)
-            except Exception:  # a bug in this loop: report, never raise into the runner
-                state["log"] = traceback.format_exc()
-                state["error"] = "openai-sdk agent raised: " + state["log"].strip().splitlines()[-1]
-
-        emit(
-            {
-                "type": "hello",
-                "agent": "openai-sdk",
-                "version": openai.__version__,
-                "capabilities": list(CAPABILITIES),
-            }
-        )
-        thread = threading.Thread(target=worker, name="openai-sdk-agent", daemon=True)
-        thread.start()
-        thread.join(req.deadline_s)
-        with lock:
-            snapshot = list(events)
-        if thread.is_alive():
-            status, error = "timeout", f"no turn_end within {req.deadline_s:g} s"
-        elif state["error"]:
-            status, error = "error", state["error"]
-        else:
-            status, error = "ran", None
-        key = req.api_key
-        return RunOutcome(
-            status=status,
-            events=redact_obj(snapshot, key),
-            hello=redact_obj(snapshot[0], key),
-            log=redact(state["log"], key),
-            error=redact(error, key) if error else None,
+        return run_turn(
+            req,
+            agent=self.name,
+            version=openai.__version__,
+            capabilities=CAPABILITIES,
+            turn=_turn,
         )
 
-    def _turn(self, req: RunRequest, emit) -> None:
-        start = req.start
-        verify: str | bool = req.ca_file or True
-        http = httpx.Client(verify=verify)
-        client = openai.OpenAI(base_url=req.base_url, api_key=req.api_key, http_client=http)
-        tools = [
-            {
-                "type": "function",
-                "function": {k: t[k] for k in ("name", "description", "parameters") if k in t},
-            }
-            for t in start.get("tools") or []
-        ]
-        messages: list[dict] = list(start.get("history") or [])
-        messages.append({"role": "user", "content": start.get("prompt", "")})
-        try:
-            for step in range(_MAX_STEPS):
-                kwargs: dict = {
-                    "model": start.get("model", "conformance-model"),
-                    "messages": messages,
-                    "stream": True,
+
+def _turn(ctx: TurnContext) -> None:
+    client = make_client(ctx.req)
+    ctx.on_cleanup(client.close)
+    tools = openai_tools(ctx.start)
+    messages: list[dict] = list(ctx.start.get("history") or [])
+    messages.append({"role": "user", "content": ctx.prompt})
+    try:
+        for step in range(_MAX_STEPS):
+            kwargs: dict = {"model": ctx.model, "messages": messages, "stream": True}
+            if tools:
+                kwargs["tools"] = tools
+            text, calls, usage = "", {}, None
+            for chunk in client.chat.completions.create(**kwargs):
+                usage = getattr(chunk, "usage", None) or usage
+                for choice in chunk.choices:
+                    delta = choice.delta
+                    text += delta.content or ""
+                    for tc in delta.tool_calls or []:
+                        c = calls.setdefault(tc.index, {"id": "", "name": "", "args": ""})
+                        c["id"] = tc.id or c["id"]
+                        if tc.function:
+                            c["name"] += tc.function.name or ""
+                            c["args"] += tc.function.arguments or ""
+            if usage is not None:
+                ctx.emit(
+                    {
+                        "type": "usage",
+                        "prompt_tokens": usage.prompt_tokens or 0,
+                        "completion_tokens": usage.completion_tokens or 0,
+                    }
+                )
+            tool_calls = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["args"]},
                 }
-                if tools:
-                    kwargs["tools"] = tools
-                text, calls = "", {}
-                for chunk in client.chat.completions.create(**kwargs):
-                    if req.abort.is_set():
-                        emit({"type": "turn_end", "reason": "aborted"})
-                        return
-                    if getattr(chunk, "usage", None):
-                        emit(
-                            {
-                                "type": "usage",
-                                "prompt_tokens": chunk.usage.prompt_tokens or 0,
-                                "completion_tokens": chunk.usage.completion_tokens or 0,
-                            }
-                        )
-                    for choice in chunk.choices:
-                        delta = choice.delta
-                        text += delta.content or ""
-                        for tc in delta.tool_calls or []:
-                            c = calls.setdefault(tc.index, {"id": "", "name": "", "args": ""})
-                            c["id"] = tc.id or c["id"]
-                            if tc.function:
-                                c["name"] += tc.function.name or ""
-                                c["args"] += tc.function.arguments or ""
-                tool_calls = [
-                    {
-                        "id": c["id"],
-                        "type": "function",
-                        "function": {"name": c["name"], "arguments": c["args"]},
-                    }
-                    for _, c in sorted(calls.items())
-                ]
-                emit(
-                    {
-                        "type": "message",
-                        "id": f"a{step}",
-                        "role": "assistant",
-                        "text": text,
-                        "tool_calls": tool_calls,
-                    }
-                )
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": text or None,
-                        **({"tool_calls": tool_calls} if tool_calls else {}),
-                    }
-                )
-                if not tool_calls:
-                    emit({"type": "turn_end", "reason": "completed"})
-                    return
-                for tc in tool_calls:
-                    output = self._run_tool(http, start, tc)
-                    emit(
-                        {
-                            "type": "tool",
-                            "call_id": tc["id"],
-                            "name": tc["function"]["name"],
-                            "status": "error" if output.startswith("Error:") else "ok",
-                            "output": output,
-                        }
-                    )
-                    messages.append({"role": "tool", "tool_call_id": tc["id"], "content": output})
-            emit({"type": "error", "kind": "loop", "message": "Turn step limit reached."})
-            emit({"type": "turn_end", "reason": "error"})
-        except openai.APIError as exc:
-            emit({"type": "error", "kind": type(exc).__name__, "message": str(exc)})
-            emit({"type": "turn_end", "reason": "error"})
-        finally:
-            http.close()
-
-    @staticmethod
-    def _run_tool(http: httpx.Client, start: dict, tc: dict) -> str:
-        name = tc["function"]["name"]
-        try:
-            args = json.loads(tc["function"]["arguments"] or "{}")
-        except ValueError:
-            return "Error: tool arguments are not valid JSON"
-        try:
-            r = http.post(
-                f"{start['tool_endpoint']}/{name}",
-                json={"call_id": tc["id"], "arguments": args},
-                timeout=60,
+                for _, c in sorted(calls.items())
+            ]
+            ctx.emit(
+                {
+                    "type": "message",
+                    "id": f"a{step}",
+                    "role": "assistant",
+                    "text": text,
+                    "tool_calls": tool_calls,
+                }
             )
-            body = r.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            return f"Error: tool {name} failed: {exc}"
-        if "error" in body:
-            return f"Error: {body['error'].get('message') or body['error'].get('type')}"
-        return str(body.get("output", ""))
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": text or None,
+                    **({"tool_calls": tool_calls} if tool_calls else {}),
+                }
+            )
+            if not tool_calls:
+                ctx.emit({"type": "turn_end", "reason": "completed"})
+                return
+            for tc in tool_calls:
+                _, output = ctx.call_tool(
+                    tc["function"]["name"], tc["id"], tc["function"]["arguments"]
+                )
+                messages.append({"role": "tool", "tool_call_id": tc["id"], "content": output})
+        ctx.emit({"type": "error", "kind": "loop", "message": "Turn step limit reached."})
+        ctx.emit({"type": "turn_end", "reason": "error"})
+    except Exception as exc:  # whatever the SDK raises (APIError, or a raw JSONDecodeError
+        # on a malformed event) is what an agent on it shows: one error, the turn ends
+        ctx.emit(error_event(exc))
+        ctx.emit({"type": "turn_end", "reason": "error"})

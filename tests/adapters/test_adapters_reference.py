@@ -101,7 +101,7 @@ def test_reference_abort_is_forwarded(tmp_path):
 
 def test_openai_sdk_adapter_runs_against_gateway(tmp_path):
     adapter = make_adapter("openai-sdk")
-    assert adapter.capabilities() == {"tools"}
+    assert adapter.capabilities() == {"tools", "should_retry_header"}
     with fakes.Gateway.running() as gw:
         s = gw.create_session(SIMPLE, time_scale=0.02)
         out = adapter.run(_request(s, SIMPLE, tmp_path))
