@@ -98,7 +98,34 @@ def make_adapter(spec: str) -> Adapter:
         except ImportError as exc:  # pragma: no cover - depends on build state
             raise ValueError(f"adapter 'openai-sdk' is not available: {exc}") from exc
         return OpenAISDKAdapter()
+    if spec in SDK_ADAPTERS:
+        import importlib
+
+        module, cls, extra = SDK_ADAPTERS[spec]
+        try:
+            return getattr(importlib.import_module(module), cls)()
+        except ImportError as exc:
+            raise ValueError(
+                f"adapter {spec!r} needs its SDK: pip install 'agent-conformance[{extra}]' ({exc})"
+            ) from exc
     raise ValueError(
         f"unknown adapter {spec!r}: expected 'reference', 'openai-sdk', 'cmd:COMMAND' "
         "or 'shipped:PROFILE'"
     )
+
+
+# Agents built on Python agent SDKs, each an optional extra: name -> (module, class, extra).
+SDK_ADAPTERS = {
+    "openai-agents": (
+        "conformance.adapters.openai_agents",
+        "OpenAIAgentsAdapter",
+        "sdk-openai-agents",
+    ),
+    "pydantic-ai": ("conformance.adapters.pydantic_ai", "PydanticAIAdapter", "sdk-pydantic-ai"),
+    "langchain-openai": (
+        "conformance.adapters.langchain_openai",
+        "LangChainOpenAIAdapter",
+        "sdk-langchain-openai",
+    ),
+    "litellm": ("conformance.adapters.litellm", "LiteLLMAdapter", "sdk-litellm"),
+}
