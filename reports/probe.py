@@ -1,0 +1,75 @@
+"""Render a gateway probe document (``conformance probe``) as ``probe.html`` and ``probe.json``.
+
+The document is plain JSON (schema ``schemas/probe.schema.json``), validated here; the page
+reuses the conformance report's look (``base.html.j2``) and its redaction.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from reports.errors import ResultsError
+from reports.html import environment
+from reports.redact import Redactor
+
+__all__ = ["PROBE_VERDICTS", "load_probe_schema", "render_probe", "validate_probe"]
+
+PROBE_VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN")
+
+
+@cache
+def load_probe_schema() -> dict[str, Any]:
+    """Return the probe report JSON Schema (draft 2020-12)."""
+    text = resources.files("reports").joinpath("schemas/probe.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def validate_probe(doc: Any, *, source: str = "<probe>") -> None:
+    """Raise ResultsError naming ``source``, the JSON path and the problem if ``doc`` is invalid."""
+    validator = jsonschema.Draft202012Validator(load_probe_schema())
+    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        raise ResultsError(f"{source}: at {path}: {err.message}{more}")
+
+
+def render_probe(doc: dict[str, Any], out_dir: Path, *, secrets: Sequence[str] = ()) -> Path:
+    """Validate ``doc``, write ``probe.json`` and ``probe.html`` into ``out_dir``; return the page."""
+    validate_probe(doc)
+    red = Redactor(secrets)
+    clean = red.deep(doc)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    obs = clean["observations"]
+    html = (
+        environment(red)
+        .get_template("probe.html.j2")
+        .render(
+            interrupted=False,
+            agents=[],
+            probe=clean["probe"],
+            error=clean["error"],
+            outcome=clean["outcome"],
+            observations=obs,
+            exchanges=clean["exchanges"],
+            verdicts=PROBE_VERDICTS,
+            totals={v: sum(o["verdict"] == v for o in obs) for v in PROBE_VERDICTS},
+            missing=[o["id"] for o in obs if o["verdict"] == "MISSING"],
+            pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False),
+        )
+    )
+    (out_dir / "probe.json").write_text(
+        json.dumps(clean, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    page = out_dir / "probe.html"
+    page.write_text(html, encoding="utf-8")
+    return page
