@@ -9,6 +9,7 @@ add no retries, no fallback, no time scaling.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import threading
@@ -24,9 +25,11 @@ from conformance.adapters.base import RunOutcome, RunRequest, redact, redact_obj
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT_S",
     "TurnContext",
+    "call_tool_async",
     "error_event",
     "error_kind",
     "openai_tools",
+    "run_async",
     "run_turn",
 ]
 
@@ -108,6 +111,35 @@ class TurnContext:
             err = body["error"] if isinstance(body["error"], dict) else {}
             return "error", f"Error: {err.get('message') or err.get('type') or 'tool failed'}"
         return "ok", str(body.get("output", ""))
+
+
+def run_async(ctx: TurnContext, coro_fn: Callable[[], Any]) -> Any:
+    """Run an async SDK turn on this worker thread's own event loop.
+
+    At the deadline the harness thread cancels the task (thread-safely), so the SDK's pending
+    request is abandoned instead of running on after the session closed.
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        task = loop.create_task(coro_fn())
+
+        def cancel() -> None:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(task.cancel)
+
+        ctx.on_cleanup(cancel)
+        return loop.run_until_complete(task)
+    finally:
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+
+
+async def call_tool_async(
+    ctx: TurnContext, name: str, call_id: str, arguments: Any
+) -> tuple[str, str]:
+    """`ctx.call_tool` off the event loop (the hosted tool may hang until its time limit)."""
+    return await asyncio.to_thread(ctx.call_tool, name, call_id, arguments)
 
 
 def openai_tools(start: dict) -> list[dict]:
