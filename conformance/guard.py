@@ -45,6 +45,7 @@ __all__ = [
     "LoopbackGuard",
     "RefusingProxy",
     "TRAP_TCP_PORTS",
+    "netns_available",
     "proxy_env",
 ]
 
@@ -89,6 +90,7 @@ class _Acceptor:
 
     def __init__(self) -> None:
         self._socks: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
 
     def serve(self, sock: socket.socket, handler: Callable[[socket.socket, Any], None]) -> None:
@@ -106,7 +108,7 @@ class _Acceptor:
                 conn.settimeout(None)
                 threading.Thread(target=handler, args=(conn, addr), daemon=True).start()
 
-        threading.Thread(target=loop, daemon=True).start()
+        self._start(loop)
 
     def serve_udp(self, sock: socket.socket, handler: Callable[[bytes, Any, socket.socket], None]):
         sock.settimeout(0.1)
@@ -122,13 +124,24 @@ class _Acceptor:
                     return
                 handler(data, addr, sock)
 
-        threading.Thread(target=loop, daemon=True).start()
+        self._start(loop)
+
+    def _start(self, loop: Callable[[], None]) -> None:
+        t = threading.Thread(target=loop, daemon=True)
+        self._threads.append(t)
+        t.start()
 
     def close(self) -> None:
         self._stop.set()
         for s in self._socks:
+            # shutdown wakes a thread blocked on the socket; close alone would leave the
+            # listener open until that thread's poll times out.
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
             with contextlib.suppress(OSError):
                 s.close()
+        for t in self._threads:
+            t.join(1)
 
 
 def _read_head(conn: socket.socket) -> bytes:
@@ -218,23 +231,52 @@ def _dns_refused(query: bytes) -> bytes:
     return query[:2] + flags + query[4:6] + b"\0\0\0\0\0\0" + query[12:]
 
 
-def _relay(src: socket.socket, dst: socket.socket) -> None:
-    """Copy src to dst; a reset on src becomes a reset on dst, an EOF a half-close."""
+def _reset(sock: socket.socket) -> None:
+    """Close with a TCP reset (SO_LINGER 0)."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    with contextlib.suppress(OSError):
+        sock.close()
+
+
+def _pump(a: socket.socket, b: socket.socket) -> None:
+    """Relay both ways on one thread: a reset on one side becomes a reset on the other, an EOF
+    a half-close. One thread, so that the closing side is never held open by a blocked reader."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    peer = {a: b, b: a}
+    open_reads = {a, b}
+    for s in (a, b):
+        sel.register(s, selectors.EVENT_READ)
     try:
-        while True:
-            data = src.recv(65536)
-            if not data:
-                with contextlib.suppress(OSError):
-                    dst.shutdown(socket.SHUT_WR)
-                return
-            dst.sendall(data)
-    except ConnectionResetError:
-        with contextlib.suppress(OSError):
-            dst.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            dst.close()
-    except OSError:
-        with contextlib.suppress(OSError):
-            dst.close()
+        while open_reads:
+            for key, _ in sel.select():
+                src = key.fileobj
+                dst = peer[src]  # type: ignore[index]
+                try:
+                    data = src.recv(65536)  # type: ignore[union-attr]
+                except ConnectionResetError:
+                    _reset(dst)
+                    return
+                except OSError:
+                    return
+                if not data:
+                    sel.unregister(src)
+                    open_reads.discard(src)  # type: ignore[arg-type]
+                    with contextlib.suppress(OSError):
+                        dst.shutdown(socket.SHUT_WR)
+                    continue
+                try:
+                    dst.sendall(data)
+                except OSError:
+                    _reset(src)  # type: ignore[arg-type]
+                    return
+    finally:
+        sel.close()
+        for s in (a, b):
+            with contextlib.suppress(OSError):
+                s.close()
 
 
 @dataclass
@@ -245,6 +287,23 @@ class GuardedProcess:
     netns: bool
     netns_note: str
     env_added: dict[str, str] = field(default_factory=dict)
+
+
+def netns_available() -> tuple[bool, str]:
+    """Whether a loopback-only network namespace can be made here, and why not."""
+    out: dict[str, str] = {}
+
+    def probe() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(_CLONE_NEWNET) != 0:
+            out["why"] = f"unshare(CLONE_NEWNET): {os.strerror(ctypes.get_errno())}"
+        elif not (shutil.which("ip") or os.path.exists("/usr/sbin/ip")):
+            out["why"] = "no `ip` command to bring lo up"
+
+    t = threading.Thread(target=probe, daemon=True)  # the thread's namespace dies with it
+    t.start()
+    t.join()
+    return ("why" not in out, out.get("why", ""))
 
 
 class LoopbackGuard:
@@ -334,8 +393,7 @@ class LoopbackGuard:
                 conn.close()
                 return
             up.settimeout(None)
-            threading.Thread(target=_relay, args=(up, conn), daemon=True).start()
-            _relay(conn, up)
+            _pump(conn, up)
 
         return handle
 

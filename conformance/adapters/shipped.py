@@ -560,9 +560,12 @@ class ShippedAdapter:
             ]
             for t in readers:
                 t.start()
-            rc = _wait(proc, req)
+            try:
+                rc = _wait(proc, req)
+            finally:
+                # Also on Ctrl-C / SIGTERM: no agent (nor its children) outlives the run.
+                kill_group(proc)
             elapsed = time.monotonic() - began
-            kill_group(proc)
             for t in readers:
                 t.join(2)
             stdout = out.decode("utf-8", errors="replace")
