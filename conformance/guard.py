@@ -45,6 +45,7 @@ __all__ = [
     "LoopbackGuard",
     "RefusingProxy",
     "TRAP_TCP_PORTS",
+    "certify_problems",
     "netns_available",
     "proxy_env",
 ]
@@ -444,3 +445,26 @@ class LoopbackGuard:
         self._acceptor.close()
         if self.proxy:
             self.proxy.close()
+
+
+def certify_problems(results: dict[str, Any]) -> list[str]:
+    """Certification mode: one line per scenario run in which something tried to leave.
+
+    `results` is the results document (contracts §4). Scenario entries carry
+    ``outside_attempts`` when their adapter ran under the guard; an empty list means nothing
+    left, a missing key means the adapter was not guarded (SDK and reference agents).
+    """
+    problems = []
+    for agent in results.get("agents", []):
+        for sc in agent.get("scenarios", []):
+            attempts = sc.get("outside_attempts") or []
+            if attempts:
+                where = ", ".join(
+                    f"{a.get('via')} {a.get('host')}:{a.get('port')}" for a in attempts[:5]
+                )
+                more = f" (+{len(attempts) - 5} more)" if len(attempts) > 5 else ""
+                problems.append(
+                    f"{agent.get('name')}: {sc.get('id')}: {len(attempts)} outside "
+                    f"connection attempt(s): {where}{more}"
+                )
+    return problems

@@ -26,7 +26,13 @@ from conformance.adapters.shipped import (
     parse_output,
     render,
 )
-from conformance.guard import LoopbackGuard, RefusingProxy, netns_available, proxy_env
+from conformance.guard import (
+    LoopbackGuard,
+    RefusingProxy,
+    certify_problems,
+    netns_available,
+    proxy_env,
+)
 from conformance.runner import run_scenario
 from fakes import Gateway, Scenario, SyncGateway
 
@@ -494,6 +500,19 @@ def test_no_stray_listener_after_guard_close():
     guard.close()  # synchronous: the listening socket is gone when it returns
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=1).close()
+
+
+def test_certify_problems_fail_on_an_attempt_pass_on_none():
+    att = {"via": "proxy", "method": "CONNECT", "host": "a.example", "port": 443, "time": "t"}
+    bad = {
+        "agents": [{"name": "shipped:x", "scenarios": [{"id": "s1", "outside_attempts": [att]}]}]
+    }
+    assert certify_problems(bad) == [
+        "shipped:x: s1: 1 outside connection attempt(s): proxy a.example:443"
+    ]
+    good = {"agents": [{"name": "shipped:x", "scenarios": [{"id": "s1", "outside_attempts": []}]}]}
+    assert certify_problems(good) == []
+    assert certify_problems({"agents": [{"name": "reference", "scenarios": [{"id": "s1"}]}]}) == []
 
 
 # -- the real agents (opt-in: they are installed from npm and take seconds per run) -------------
