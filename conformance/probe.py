@@ -357,10 +357,29 @@ def _stream_facts(ex: Exchange) -> dict[str, Any]:
         "errors": errors,
         "finishes": finishes,
         "last_finish": isinstance(last, dict) and bool(last.get("finish_reason")),
+        "after_finish": _after_finish(with_choice),
+        "carried": sum(
+            bool(v)
+            for j in with_choice
+            for c in j["choices"]
+            if isinstance(c, dict)
+            for k, v in (c.get("delta") or {}).items()
+            if k in ("content", "tool_calls", "function_call") or k in REASONING_KEYS
+        ),
         "usage": any(isinstance(e["json"], dict) and e["json"].get("usage") for e in data),
         "reasoning": reasoning,
         "unparsed": [e["data"][:80] for e in data if e["json"] is None],
     }
+
+
+def _after_finish(with_choice: list[dict[str, Any]]) -> int:
+    """How many chunks with a choice follow the last one that carries finish_reason."""
+    marks = [
+        i
+        for i, j in enumerate(with_choice)
+        if any(isinstance(c, dict) and c.get("finish_reason") for c in j["choices"])
+    ]
+    return len(with_choice) - 1 - marks[-1] if marks else 0
 
 
 def _tool_fragments(ex: Exchange) -> list[dict[str, Any]]:
@@ -426,23 +445,42 @@ def observe(exchanges: list[Exchange]) -> list[dict[str, Any]]:
             )
         )
     else:
-        lacking = [x.name for x in normal if not facts[x.name]["last_finish"]]
+        # The reference agent keeps a finish_reason from any chunk: a stream without one is
+        # MISSING; one whose finish chunk is followed by more choice chunks (usage) is a NOTE,
+        # since a client reading only the last chunk would take it for truncated.
+        lacking = [x.name for x in normal if not facts[x.name]["finishes"]]
+        trailing = [
+            x.name for x in normal if facts[x.name]["finishes"] and not facts[x.name]["last_finish"]
+        ]
         desc = "; ".join(
             f"{x.name}: {', '.join(facts[x.name]['finishes']) or 'no finish_reason'}"
+            + (
+                f", then {facts[x.name]['after_finish']} chunk(s) with a choice and no "
+                "finish_reason"
+                if facts[x.name]["after_finish"]
+                else ""
+            )
             + ("" if x.end == "complete" else f" (body {x.end})")
             for x in normal
         )
+        if lacking:
+            verdict = "MISSING"
+            value = f"{len(lacking)} of {len(normal)} streams end without finish_reason ({desc})"
+        elif trailing:
+            verdict = "NOTE"
+            value = (
+                f"finish_reason is not on the last chunk of {len(trailing)} of {len(normal)} "
+                f"streams ({desc})"
+            )
+        else:
+            verdict, value = "OK", f"{len(normal)} of {len(normal)} streams ({desc})"
         out.append(
             _obs(
                 "stream-finish",
                 "The last chunk of a stream carries finish_reason",
                 True,
-                "MISSING" if lacking else "OK",
-                (
-                    f"{len(lacking)} of {len(normal)} streams end without finish_reason ({desc})"
-                    if lacking
-                    else f"{len(normal)} of {len(normal)} streams ({desc})"
-                ),
+                verdict,
+                value,
                 [x.name for x in normal],
             )
         )
@@ -636,6 +674,28 @@ def observe(exchanges: list[Exchange]) -> list[dict[str, Any]]:
                 [x.name for x in errs] or [bx.name],
             )
         )
+
+    # 9b. A stream that "completes" with nothing in it: how some gateways hide an upstream
+    # failure. The reference agent re-sends an empty reply a bounded number of times (STR-16).
+    empty = [x for x in normal if facts[x.name]["finishes"] and not facts[x.name]["carried"]]
+    out.append(
+        _obs(
+            "empty-stream",
+            "No stream completes with nothing in it",
+            False,
+            "NOTE" if empty else ("OK" if normal else "NOT_SEEN"),
+            (
+                "finished with "
+                + "; ".join(f"{x.name}: {', '.join(facts[x.name]['finishes'])}" for x in empty)
+                + " and no content, reasoning or tool call (an upstream failure may have been "
+                "turned into an empty, complete-looking reply; the reference agent re-sends "
+                "empty replies a bounded number of times)"
+            )
+            if empty
+            else f"{len(normal)} streams carried content, reasoning or a tool call",
+            [x.name for x in empty] or [x.name for x in normal],
+        )
+    )
 
     # 9. In-band errors inside a 200 stream.
     if not broken:
