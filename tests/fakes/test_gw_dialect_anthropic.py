@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from gw_wire import Got, scenario
-from hypothesis import given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fakes.dialects import anthropic_messages as am
@@ -460,3 +460,43 @@ def test_cut_after_events_sends_exactly_n_whole_events(reply, n):
     plan = make_plan(step.script[0], {"model": "m", "stream": True}, "anthropic_messages")
     frames = [am.frame(*e) for e in am.stream_events(reply, "m")]
     assert [c.data for c in plan.chunks] == frames[:n]
+
+
+sdk_replies = st.fixed_dictionaries(
+    {"text": texts, "reasoning": texts, "chunk_chars": st.integers(1, 20)},
+    optional={
+        "tool_calls": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "name": st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
+                    # The SDK parses tool input as JSON: arguments are JSON around any text.
+                    "arguments": texts.map(lambda t: json.dumps({"v": t}, ensure_ascii=False)),
+                }
+            ),
+            max_size=2,
+        )
+    },
+)
+
+
+@given(reply=sdk_replies)
+@example(reply={"text": "a\u2028b\x85c\r\nd\n\ndata: x", "reasoning": "é😀", "chunk_chars": 1})
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_sdk_reads_any_content_back(fake_gateway, reply):
+    s = fake_gateway.create_session(scenario({"reply": reply}), time_scale=0.001)
+    c = sdk(fake_gateway, s)
+    try:
+        with c.messages.stream(**REQ) as stream:
+            m = stream.get_final_message()
+    finally:
+        c.close()
+        fake_gateway.drop_session(s.id)
+    blocks = {b.type: b for b in m.content}
+    assert (blocks["thinking"].thinking if "thinking" in blocks else "") == reply["reasoning"]
+    assert (blocks["text"].text if "text" in blocks else "") == reply["text"]
+    calls = [b for b in m.content if b.type == "tool_use"]
+    assert [b.input for b in calls] == [
+        json.loads(t["arguments"]) for t in reply.get("tool_calls", [])
+    ]

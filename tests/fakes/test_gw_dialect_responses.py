@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from gw_wire import Got, scenario
-from hypothesis import given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fakes.dialects import openai_responses as orr
@@ -435,3 +435,24 @@ def test_cut_after_events_sends_exactly_n_whole_events(reply, n):
     plan = make_plan(step.script[0], {"model": "m", "stream": True}, "openai_responses")
     frames = [orr.frame(*e) for e in orr.stream_events(reply, "m")]
     assert [c.data for c in plan.chunks] == frames[:n]
+
+
+@given(reply=replies)
+@example(reply={"text": "a\u2028b\x85c\r\nd\n\ndata: x", "reasoning": "é😀", "chunk_chars": 1})
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_sdk_reads_any_content_back(fake_gateway, reply):
+    s = fake_gateway.create_session(scenario({"reply": reply}), time_scale=0.001)
+    c = sdk(fake_gateway, s)
+    try:
+        with c.responses.stream(**REQ) as stream:
+            r = stream.get_final_response()
+    finally:
+        c.close()
+        fake_gateway.drop_session(s.id)
+    assert r.output_text == reply["text"]
+    summaries = [x.summary[0].text for x in r.output if x.type == "reasoning"]
+    assert summaries == ([reply["reasoning"]] if reply["reasoning"] else [])
+    calls = [(x.name, x.arguments) for x in r.output if x.type == "function_call"]
+    assert calls == [(t["name"], t["arguments"]) for t in reply.get("tool_calls", [])]
