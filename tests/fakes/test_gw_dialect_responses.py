@@ -399,6 +399,13 @@ def test_empty_reply_kinds(gateway_session, client):
     assert out[0]["content"][0]["text"] == ""
 
 
+def test_frames_escape_unicode_line_separators():
+    # Some SSE line splitters (str.splitlines) end lines at these; JSON may escape them.
+    raw = full({"text": "a\u2028b\u2029c\x85d", "reasoning": "\u2028"})
+    assert not any(ch.encode() in raw for ch in "\u2028\u2029\x85")
+    assert all(json.loads(ln[6:]) for ln in raw.decode().split("\n") if ln.startswith("data: "))
+
+
 # -- properties -----------------------------------------------------------------------------------
 
 texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
