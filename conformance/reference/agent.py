@@ -69,6 +69,9 @@ HELLO: dict[str, Any] = {
         "background_requests",
         "fallback_model",
         "compaction",
+        "should_retry_header",
+        "stream_fallback_config",
+        "training_data_mode",
     ],
 }
 
