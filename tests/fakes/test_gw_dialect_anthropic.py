@@ -221,6 +221,27 @@ def test_bad_body_and_no_step_left_are_anthropic_errors(gateway_session, client)
     assert j[0]["body_error"] and j[2]["harness_error"] and j[2]["dialect"] == "anthropic_messages"
 
 
+def test_one_session_serves_every_dialect(gateway_session, client, gw):
+    s = gateway_session(scenario({"reply": TEXT, "times": 3}))
+    chat = client.post(s.base_url + "/chat/completions", json={**REQ, "stream": True})
+    assert b"chat.completion.chunk" in chat.content
+    assert names(post(client, s).body)[0] == "message_start"
+    rsp = client.post(s.base_url + "/responses", json={"model": "m", "input": "hi"})
+    assert rsp.json()["object"] == "response"
+    client.get(s.base_url + "/models")
+    j = s.journal()["entries"]
+    assert [e["dialect"] for e in j] == [
+        "openai_chat",
+        "anthropic_messages",
+        "openai_responses",
+        None,
+    ]
+    assert [e["step"] for e in j[:3]] == [0, 0, 0]
+    gone = client.post(gw.base_url + "/s/no-such-session/v1/messages", json=REQ)
+    assert gone.status_code == 404 and gone.json()["error"]["type"] == "invalid_request_error"
+    assert gone.json()["type"] == "error"
+
+
 def test_reset_before_headers(gateway_session, client):
     s = gateway_session(scenario({"fault": {"reset_before_headers": {}}}))
     got = post(client, s)
