@@ -247,9 +247,10 @@ class Probe:
             verify=verify,
         )
         self.sent_at: list[float] = []
+        self.exchanges: list[Exchange] = []  # what was seen, even when the probe stops early
 
     def run(self, probes: Sequence[ProbeRequest] = PROBES) -> list[Exchange]:
-        out: list[Exchange] = []
+        out = self.exchanges = []
         try:
             for req in probes[: self.max_requests]:
                 ex = self.send(req)
@@ -1015,9 +1016,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     started = _now()
     error = None
-    exchanges: list[Exchange] = []
     try:
-        probe = Probe(
+        prober = Probe(
             args.base_url,
             args.model,
             key,
@@ -1027,9 +1027,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_tokens=args.max_tokens,
             verify=ssl.create_default_context(cafile=args.ca_file) if args.ca_file else True,
         )
-        exchanges = probe.run()
+    except (ProbeError, OSError) as e:
+        print(f"conformance probe: {e}", file=sys.stderr)
+        return 2
+    try:
+        exchanges = prober.run()
     except ProbeError as e:
         error = _scrub(str(e), key)
+        exchanges = prober.exchanges
     doc = probe_document(
         exchanges,
         base_url=args.base_url,
