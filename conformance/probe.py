@@ -48,6 +48,7 @@ __all__ = [
     "observe",
     "probe_document",
     "recording",
+    "execute",
     "main",
 ]
 
@@ -1014,6 +1015,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    return execute(args, key)[0]
+
+
+def execute(args: argparse.Namespace, key: str | None) -> tuple[int, list[Exchange]]:
+    """Probe, write the report (and the recording); return the exit status and the exchanges."""
     started = _now()
     error = None
     try:
@@ -1029,7 +1035,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (ProbeError, OSError) as e:
         print(f"conformance probe: {e}", file=sys.stderr)
-        return 2
+        return 2, []
     try:
         exchanges = prober.run()
     except ProbeError as e:
@@ -1052,13 +1058,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if error:
         print(f"conformance probe: {error}", file=sys.stderr)
         print(f"conformance probe: report in {index}", file=sys.stderr)
-        return 2
+        return 2, exchanges
     if args.record is not None:
         try:
             sc = recording(exchanges, args.record.stem, key)
         except ProbeError as e:
             print(f"conformance probe: {e}", file=sys.stderr)
-            return 2
+            return 2, exchanges
         args.record.parent.mkdir(parents=True, exist_ok=True)
         args.record.write_text(
             yaml.safe_dump(sc, sort_keys=False, allow_unicode=True, width=100000),
@@ -1067,7 +1073,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for o in doc["observations"]:
         print(f"{o['verdict']:<9} {o['id']:<18} {o['value']}")
     print(f"report: {index}")
-    return 1 if doc["outcome"] == "missing" else 0
+    return (1 if doc["outcome"] == "missing" else 0), exchanges
 
 
 if __name__ == "__main__":

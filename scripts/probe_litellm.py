@@ -98,7 +98,7 @@ def upstream(name: str, mode: str | None) -> Scenario:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "probe-litellm")
+    ap.add_argument("--out", type=Path, default=ROOT / ".tox" / "probe-litellm")
     ap.add_argument("--venv", type=Path, default=ROOT / ".tox" / "litellm-proxy-venv")
     args = ap.parse_args(argv)
     exe = ensure_venv(args.venv.absolute())
@@ -148,19 +148,26 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             wait_ready(f"http://127.0.0.1:{port}/health/liveliness", proc)
-            os.environ["LITELLM_PROBE_KEY"] = master
             for k in UPSTREAMS:
                 print(f"== upstream {k}")
-                rc = probe.main(
+                rec = out / k / f"litellm-{k}.yaml"
+                args = probe._parser().parse_args(
                     ["--base-url", f"http://127.0.0.1:{port}/v1", "--model", k]
-                    + ["--api-key-env", "LITELLM_PROBE_KEY", "--out", str(out / k)]
-                    + ["--record", str(out / k / f"litellm-{k}.yaml")]
+                    + ["--out", str(out / k), "--record", str(rec)]
                     + ["--rate", "5", "--timeout", "30"]
                 )
+                rc, seen = probe.execute(args, master)
                 doc = json.loads((out / k / "probe.json").read_text("utf-8"))
+                # Replay the recording on the fake gateway: the same bytes must come back.
+                replay = gw.create_session(load_scenario(rec))
+                again = {x.name: x for x in probe.Probe(replay.base_url, k, rate=1000).run()}
+                same = [
+                    x.name for x in seen if x.name != "bad-request" and again[x.name].body == x.body
+                ]
                 results[k] = {
                     "exit": rc,
                     "verdicts": {o["id"]: o["verdict"] for o in doc["observations"]},
+                    "replayed_byte_for_byte": f"{len(same)} of {len(seen) - 1}",
                 }
                 journal = sessions[k].journal()
                 (out / k / "upstream-journal.json").write_text(
@@ -173,7 +180,6 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 proc.kill()
             log.close()
-            os.environ.pop("LITELLM_PROBE_KEY", None)
     text = (out / "proxy.log").read_text(encoding="utf-8", errors="replace")
     (out / "proxy.log").write_text(text.replace(master, "[REDACTED]"), encoding="utf-8")
     summary = {"litellm": LITELLM.split("==")[1], "upstreams": results}
