@@ -9,7 +9,8 @@ shown as one error and ends the turn.
 
 No outside network: `LITELLM_LOCAL_MODEL_COST_MAP=True` (the bundled cost map, not a download at
 import), `LITELLM_OFFLINE_MODE=true` (no catalogue or tokenizer fetched on its own),
-`litellm.disable_hf_tokenizer_download = True`, no callbacks (so no logging integration sends
+`litellm.disable_hf_tokenizer_download = True`, `litellm.suppress_debug_info = True` (no
+help banners on the harness's output), no callbacks (so no logging integration sends
 anything), and `litellm.telemetry = False` where the version still has that switch. The
 variables are set before LiteLLM is first imported. Capabilities: `tools` only.
 """
@@ -35,6 +36,7 @@ def _litellm() -> Any:
 
     litellm.telemetry = False
     litellm.disable_hf_tokenizer_download = True
+    litellm.suppress_debug_info = True  # no "Provider List" banners on the harness's output
     return litellm
 
 

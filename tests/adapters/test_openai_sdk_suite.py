@@ -8,6 +8,7 @@ broken stream (STR-01 FAIL) or a malformed event (STR-14). No scenario may end i
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,18 @@ def test_a_malformed_event_ends_the_turn_with_an_error_not_a_crash(gateway) -> N
 def test_the_api_key_is_in_no_event(gateway) -> None:
     entry, _ = _run(gateway, "rty/rty-04-burst-of-10.yaml")
     assert "sk-conformance-" not in repr(entry["events"]) + repr(entry["agent_log"])
+
+
+@pytest.mark.parametrize(
+    ("agent", "module", "extra"),
+    [
+        ("openai-agents", "agents", "sdk-openai-agents"),
+        ("pydantic-ai", "pydantic_ai", "sdk-pydantic-ai"),
+        ("langchain-openai", "langchain_openai", "sdk-langchain-openai"),
+        ("litellm", "litellm", "sdk-litellm"),
+    ],
+)
+def test_an_sdk_agent_without_its_extra_names_the_extra(monkeypatch, agent, module, extra) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # as if not installed: import fails
+    with pytest.raises(ValueError, match=extra):
+        make_adapter(agent)

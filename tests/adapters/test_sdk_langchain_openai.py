@@ -1,0 +1,64 @@
+"""The langchain-openai adapter (`--agent langchain-openai`) through real scenarios, at the SDK's defaults.
+
+Skipped when the `sdk-langchain-openai` extra is not installed (`pip install '.[sdk-langchain-openai]'`, or `tox -e sdk-langchain-openai`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langchain_openai", reason="the sdk-langchain-openai extra is not installed")
+
+from conformance.adapters import make_adapter  # noqa: E402
+from conformance.runner import run_scenario  # noqa: E402
+from fakes import Gateway, load_scenario  # noqa: E402
+
+CRITERIA = Path(__file__).resolve().parents[2] / "scenarios" / "criteria"
+AGENT = "langchain-openai"
+
+
+@pytest.fixture(scope="module")
+def gateway():
+    with Gateway.running() as gw:
+        yield gw
+
+
+def _run(gateway, path: str) -> tuple[dict, dict[str, dict]]:
+    entry, verdicts = run_scenario(gateway, make_adapter(AGENT), load_scenario(CRITERIA / path))
+    bad = {c: v for c, v in verdicts.items() if v["verdict"] in ("ERROR", "TIMEOUT")}
+    assert not bad, (path, bad, entry.get("error"), entry.get("agent_log"))
+    assert entry["status"] == "ran", (entry.get("error"), entry.get("agent_log"))
+    assert "sk-conformance-" not in repr(entry["events"]) + repr(entry["agent_log"])
+    return entry, verdicts
+
+
+def _chat(entry: dict) -> list[dict]:
+    return [e for e in entry["journal"]["entries"] if e["kind"] == "chat"]
+
+
+def test_a_healthy_stream_is_one_streamed_request(gateway) -> None:
+    entry, v = _run(gateway, "str/str-09-healthy-stream.yaml")
+    assert [e["body"].get("stream") for e in _chat(entry)] == [True]
+    assert v["STR-09"]["verdict"] == "PASS"
+    assert entry["events"][0]["type"] == "hello" and entry["events"][0]["agent"] == AGENT
+    assert [e["text"] for e in entry["events"] if e["type"] == "message"] != []
+    assert entry["events"][-1]["type"] == "turn_end"
+    assert entry["events"][-1]["reason"] == "completed"
+
+
+def test_a_hosted_tool_runs_through_the_sdk_tool_machinery(gateway) -> None:
+    entry, v = _run(gateway, "tol/tol-03-tool-raises.yaml")
+    tools = [e for e in entry["journal"]["entries"] if e["kind"] == "tool"]
+    assert len(tools) == 1
+    assert v["TOL-03"]["verdict"] == "PASS"  # the tool's error reached the model
+    assert v["TOL-06"]["verdict"] == "PASS"  # every call answered
+
+
+def test_the_openai_client_default_two_retries(gateway) -> None:
+    entry, v = _run(gateway, "rty/rty-04-burst-of-10.yaml")
+    assert len(_chat(entry)) == 3
+    assert v["RTY-04"]["verdict"] == "FAIL"
+    errors = [e for e in entry["events"] if e["type"] == "error"]
+    assert [e["kind"] for e in errors] == ["rate_limit"]
