@@ -10,7 +10,7 @@ the reply (chunks added up into one `AIMessage`), run each tool call and answer 
 langchain raises is shown as one error and ends the turn.
 
 No outside network: LangSmith tracing is forced off (`LANGSMITH_TRACING=false`,
-`LANGCHAIN_TRACING_V2=false`), so no run is sent to LangSmith. Capabilities: `tools` only.
+`LANGCHAIN_TRACING_V2=false`), so no run is sent to LangSmith. Capabilities: `tools`, `should_retry_header`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from conformance.adapters.base import RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "LangChainOpenAIAdapter"]
 
-CAPABILITIES = ("tools",)
+CAPABILITIES = ("tools", "should_retry_header")  # the openai client obeys x-should-retry
 _MAX_STEPS = 20  # bounds the tool loop of this minimal agent
 
 

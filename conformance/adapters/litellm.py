@@ -12,7 +12,7 @@ import), `LITELLM_OFFLINE_MODE=true` (no catalogue or tokenizer fetched on its o
 `litellm.disable_hf_tokenizer_download = True`, `litellm.suppress_debug_info = True` (no
 help banners on the harness's output), no callbacks (so no logging integration sends
 anything), and `litellm.telemetry = False` where the version still has that switch. The
-variables are set before LiteLLM is first imported. Capabilities: `tools` only.
+variables are set before LiteLLM is first imported. Capabilities: `tools`, `should_retry_header`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from conformance.adapters.base import RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "OFFLINE_ENV", "LiteLLMAdapter"]
 
-CAPABILITIES = ("tools",)
+CAPABILITIES = ("tools", "should_retry_header")  # the openai client obeys x-should-retry
 OFFLINE_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true"}
 _MAX_STEPS = 20  # bounds the tool loop of this minimal agent
 

@@ -11,7 +11,7 @@ Whatever the run raises is shown as one error and ends the turn.
 
 No outside network: tracing is off (`set_tracing_disabled(True)`, `RunConfig(tracing_disabled=
 True)` and `OPENAI_AGENTS_DISABLE_TRACING=1`), so no trace is exported to OpenAI; the model is
-the chat-completions one, pointed at the gateway. Capabilities: `tools` only.
+the chat-completions one, pointed at the gateway. Capabilities: `tools`, `should_retry_header`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from conformance.adapters.base import RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "OpenAIAgentsAdapter"]
 
-CAPABILITIES = ("tools",)
+CAPABILITIES = ("tools", "should_retry_header")  # the openai client obeys x-should-retry
 
 
 class OpenAIAgentsAdapter:

@@ -8,7 +8,8 @@ scenario's hosted tools are pydantic-ai tools built with `Tool.from_schema`, eac
 tool endpoint. Whatever the run raises is shown as one error and ends the turn.
 
 No telemetry: pydantic-ai only reports through logfire when logfire is installed and
-configured; neither is done here. Capabilities: `tools` only.
+configured; neither is done here. Capabilities: `tools`, and `should_retry_header` (the
+openai client underneath obeys `x-should-retry`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from conformance.adapters.base import RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "PydanticAIAdapter"]
 
-CAPABILITIES = ("tools",)
+CAPABILITIES = ("tools", "should_retry_header")  # the openai client obeys x-should-retry
 
 
 class PydanticAIAdapter:
