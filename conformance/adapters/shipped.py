@@ -51,6 +51,7 @@ __all__ = [
     "ShippedAdapter",
     "agent_cache_dir",
     "load_profile",
+    "error_event",
     "parse_output",
     "render",
 ]
@@ -298,6 +299,36 @@ def _json_values(stdout: str) -> list[Any]:
     return out
 
 
+# An HTTP status the agent itself printed names the error's type; without one the error stays
+# untyped (kind ``agent_exit``): the agent's prose is never read for meaning.
+_STATUS_KINDS = {
+    400: "bad_request",
+    401: "auth",
+    402: "billing",
+    403: "permission",
+    404: "not_found",
+    408: "timeout",
+    413: "prompt_too_long",
+    429: "rate_limit",
+    529: "overloaded",
+}
+_PRINTED_STATUS = re.compile(r"\bAPI Error: (\d{3})\b")
+
+
+def error_event(message: str, status: int | None = None) -> dict:
+    """An ``error`` event; typed only from a status the agent printed (field or API Error: N)."""
+    if status is None:
+        m = _PRINTED_STATUS.search(message)
+        status = int(m.group(1)) if m else None
+    kind = "agent_exit"
+    if isinstance(status, int):
+        kind = _STATUS_KINDS.get(status) or ("server" if status >= 500 else "agent_exit")
+    ev: dict = {"type": "error", "kind": kind, "message": message[:2000]}
+    if isinstance(status, int):
+        ev["status"] = status
+    return ev
+
+
 def _parse_qwen(stdout: str) -> list[dict]:
     """Qwen Code ``-o json``: a JSON array of stream messages (assistant / result)."""
     events: list[dict] = []
@@ -340,9 +371,7 @@ def _parse_qwen(stdout: str) -> list[dict]:
         elif m.get("type") == "result" and m.get("is_error"):
             err = m.get("error") or {}
             msg = err.get("message") if isinstance(err, dict) else str(err)
-            events.append(
-                {"type": "error", "kind": "agent_exit", "message": str(msg or m.get("result"))}
-            )
+            events.append(error_event(str(msg or m.get("result"))))
     return events
 
 
@@ -378,8 +407,9 @@ def _parse_opencode(stdout: str) -> list[dict]:
             err = v.get("error") or {}
             data = err.get("data") if isinstance(err, dict) else None
             msg = (data or {}).get("message") if isinstance(data, dict) else None
+            code = (data or {}).get("statusCode") if isinstance(data, dict) else None
             events.append(
-                {"type": "error", "kind": "agent_exit", "message": str(msg or err or v)[:2000]}
+                error_event(str(msg or err or v), code if isinstance(code, int) else None)
             )
     msgs = [
         {"type": "message", "id": mid, "role": "assistant", "text": texts[mid], "tool_calls": []}
@@ -580,15 +610,9 @@ class ShippedAdapter:
                 if rc != 0:
                     if not any(e["type"] == "error" for e in parsed):
                         tail = err.decode("utf-8", errors="replace").strip().splitlines()[-3:]
-                        msg = " | ".join(tail) or f"exit status {rc}"
-                        events.append(
-                            {
-                                "type": "error",
-                                "kind": "agent_exit",
-                                "message": msg[:2000],
-                                "t_ns": time.monotonic_ns(),
-                            }
-                        )
+                        ev = error_event(" | ".join(tail) or f"exit status {rc}")
+                        ev["t_ns"] = time.monotonic_ns()
+                        events.append(ev)
                     events.append(
                         {"type": "turn_end", "reason": "error", "t_ns": time.monotonic_ns()}
                     )

@@ -351,7 +351,7 @@ def test_parse_qwen_json():
     )
     ev = parse_output("qwen-json", out)
     assert ev[0]["text"] == "Hi" and ev[0]["tool_calls"][0]["function"]["name"] == "write_file"
-    assert ev[1] == {"type": "error", "kind": "agent_exit", "message": "boom"}
+    assert ev[1] == {"type": "error", "kind": "agent_exit", "message": "boom"}  # no status: untyped
 
 
 def test_parse_opencode_json():
@@ -365,6 +365,32 @@ def test_parse_opencode_json():
     ev = parse_output("opencode-json", "\n".join(json.dumps(x) for x in lines))
     assert ev[0]["text"] == "Hello" and ev[0]["tool_calls"][0]["function"]["name"] == "write"
     assert ev[1]["message"] == "429 slow down"
+    assert (ev[1]["kind"], ev[1].get("status")) == ("agent_exit", None)  # prose is not read
+
+
+def test_parse_opencode_error_typed_by_its_status_code():
+    line = {
+        "type": "error",
+        "error": {"name": "APIError", "data": {"message": "m", "statusCode": 401}},
+    }
+    (ev,) = parse_output("opencode-json", json.dumps(line))
+    assert (ev["kind"], ev["status"]) == ("auth", 401)
+
+
+@pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        ("[API Error: 429 Rate limit exceeded]", "rate_limit"),
+        ("[API Error: 503 upstream]", "server"),
+        ("[API Error: 529 overloaded]", "overloaded"),
+        ("Rate limit exceeded, 429 times", "agent_exit"),
+        ("connection error", "agent_exit"),
+    ],
+)
+def test_error_kind_only_from_a_printed_status(message, kind):
+    from conformance.adapters.shipped import error_event
+
+    assert error_event(message)["kind"] == kind
 
 
 def test_parse_text_empty_output_is_no_message():
