@@ -116,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument("rest", nargs=argparse.REMAINDER)
 
+    sub.add_parser(
+        "probe",
+        help="probe a live gateway's habits before onboarding it (HTML + JSON report)",
+        description="Bounded probe requests; see `conformance probe --help`.",
+        add_help=False,
+    ).add_argument("rest", nargs=argparse.REMAINDER)
+
     fz = sub.add_parser(
         "fuzz",
         help="search fault schedules for one that breaks an agent, shrink it, save it",
@@ -341,6 +348,10 @@ def main(argv: list[str] | None = None) -> int:
         from conformance.fuzz import main as fuzz_main
 
         return fuzz_main(words[1:])
+    if words[:1] == ["probe"]:
+        from conformance.probe import main as probe_main
+
+        return probe_main(words[1:])
     if words[:1] == ["report"]:
         # One implementation of the report CLI: the reports package's own.
         from reports.cli import main as report_main

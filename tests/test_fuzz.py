@@ -67,7 +67,7 @@ def test_a_line_without_data_is_ignored_like_sse_parsers_do() -> None:
 def test_conformance_fuzz_and_report_take_their_own_options(capsys) -> None:
     from conformance.cli import main as cli_main
 
-    for cmd, word in (("fuzz", "--budget"), ("report", "--out")):
+    for cmd, word in (("fuzz", "--budget"), ("report", "--out"), ("probe", "--base-url")):
         try:
             cli_main([cmd, "--help"])
         except SystemExit as exc:
