@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from conformance.canon import canonical_journal
+
 __all__ = [
     "Evidence",
     "Retry",
@@ -153,10 +155,15 @@ class Evidence:
     # Secret values handed to the agent (API key); only used to prove they leaked nowhere.
     secrets: tuple[str, ...] = ()
     agent_log: str = ""
+    # The journal as recorded (what was on the wire); ``journal`` is its chat-completions view.
+    raw_journal: dict[str, Any] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.journal, dict) or not isinstance(self.journal.get("entries"), list):
             raise ValueError("Evidence.journal must be a dict with an 'entries' list")
+        # Checks read one shape: entries of other dialects are translated (conformance.canon).
+        self.raw_journal = self.journal
+        self.journal = canonical_journal(self.journal)
         if not self.time_scale or self.time_scale <= 0:
             raise ValueError(f"Evidence.time_scale must be > 0, got {self.time_scale!r}")
 
