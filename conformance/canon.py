@@ -63,6 +63,11 @@ def _dumps(obj: Any) -> str:
     return s
 
 
+def _json_text(obj: Any) -> str:
+    """Tool arguments as the text a chat model would have sent (the object's plain JSON)."""
+    return json.dumps(obj, ensure_ascii=False)
+
+
 # --- request bodies ------------------------------------------------------------------------
 
 
@@ -180,7 +185,7 @@ def _anthropic_assistant(content: Any) -> dict[str, Any]:
             redacted.append(dict(b))
         elif kind == "tool_use":
             inp = b.get("input")
-            args = inp if isinstance(inp, str) else json.dumps(inp, ensure_ascii=False)
+            args = inp if isinstance(inp, str) else _json_text(inp)
             calls.append(
                 {
                     "id": b.get("id"),
@@ -347,14 +352,14 @@ def responses_body(body: dict[str, Any]) -> dict[str, Any]:
             elif kind == "custom_tool_call":
                 name, args = item.get("name"), item.get("input")
             else:
-                name, args = "local_shell", json.dumps(item.get("action"), ensure_ascii=False)
+                name, args = "local_shell", _json_text(item.get("action"))
             calls.append(
                 {
                     "id": item.get("call_id"),
                     "type": "function",
                     "function": {
                         "name": name,
-                        "arguments": args if isinstance(args, str) else _dumps(args),
+                        "arguments": args if isinstance(args, str) else _json_text(args),
                     },
                 }
             )
@@ -656,7 +661,7 @@ def _anthropic_json(obj: dict[str, Any]) -> dict[str, Any]:
                     "type": "function",
                     "function": {
                         "name": b.get("name"),
-                        "arguments": inp if isinstance(inp, str) else _dumps(inp),
+                        "arguments": inp if isinstance(inp, str) else _json_text(inp),
                     },
                 }
             )
@@ -696,7 +701,7 @@ def _responses_json(obj: dict[str, Any]) -> dict[str, Any]:
                     "type": "function",
                     "function": {
                         "name": item.get("name"),
-                        "arguments": args if isinstance(args, str) else _dumps(args),
+                        "arguments": args if isinstance(args, str) else _json_text(args),
                     },
                 }
             )
