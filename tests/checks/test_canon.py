@@ -31,6 +31,7 @@ from conformance.canon import (
 from conformance.checks import run_check
 from conformance.checks.lop import reply_of
 from conformance.checks.mfb import is_overload
+from conformance.checks.registry import CHECKS
 from conformance.checks.str_ import wire_reply
 from conformance.evidence import Evidence, asked_wait, is_failed
 from fakes import Gateway, SyncGateway, load_scenario
@@ -687,3 +688,45 @@ def test_mfb04_credentials_each_dialect(gw: SyncGateway, dialect: str) -> None:
         assert f.outcome == "pass", (cid, f.observed)
     f = run_check("MFB-04", run(True))
     assert f.outcome == "fail", f.observed
+
+
+# --- every check, same naive client, three dialects: the verdicts agree ----------------------
+
+# Where a verdict may differ, and why (the dialect's wire, not the canonical view):
+# - `after_events` counts the dialect's own events (message_start and ping, or response.created
+#   and response.in_progress, come first), so a fault after 3 events lands before any content
+#   in those dialects: the stream broke empty (STR-07 judged) or ended empty (RSN-03 judged).
+# - Responses has one terminal event for finish and end of stream: no finish without [DONE].
+_EMPTY_BREAK = {ANT: {"STR-07"}, RESP: {"STR-07"}}
+DIVERGE: dict[str, dict[str, set[str]]] = {
+    "str-01-cut-mid-reasoning.yaml": _EMPTY_BREAK,
+    "str-01-cut-mid-text-close.yaml": _EMPTY_BREAK,
+    "str-15-in-band-error.yaml": {ANT: {"STR-07", "RSN-03"}, RESP: {"STR-07", "RSN-03"}},
+    "str-13-finish-without-done.yaml": {RESP: {"STR-13"}},
+}
+AGREE = sorted(
+    {p for area in sorted(SCENARIOS.iterdir()) for p in sorted(area.glob("*.yaml"))[:2]}
+    | {SCENARIOS / "str" / name for name in DIVERGE}
+)
+
+
+def _naive(gw: SyncGateway, path: Path, dialect: str) -> dict[str, str]:
+    """Every check's outcome for a client that asks 4 times (stream, json, stream, json)."""
+    sc = load_scenario(path)
+    s = gw.create_session(sc, time_scale=0.001)
+    with httpx.Client(timeout=5) as c:
+        for stream in (True, False, True, False):
+            send(c, s, dialect, user_body(dialect, sc.prompt or "hi", stream))
+    ev = Evidence(scenario=sc.raw, journal=settled(s, 4), time_scale=0.001)
+    gw.drop_session(s.id)
+    return {cid: run_check(cid, ev).outcome for cid in CHECKS}
+
+
+@pytest.mark.parametrize("path", AGREE, ids=[p.name for p in AGREE])
+def test_every_check_agrees_across_dialects(gw: SyncGateway, path: Path) -> None:
+    want = _naive(gw, path, CHAT)
+    for dialect in (ANT, RESP):
+        got = _naive(gw, path, dialect)
+        differ = {cid for cid in CHECKS if got[cid] != want[cid]}
+        expected = DIVERGE.get(path.name, {}).get(dialect, set())
+        assert differ == expected, {c: (want[c], got[c]) for c in differ ^ expected}
