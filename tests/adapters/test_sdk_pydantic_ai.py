@@ -5,13 +5,14 @@ Skipped when the `sdk-pydantic-ai` extra is not installed (`pip install '.[sdk-p
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pydantic_ai", reason="the sdk-pydantic-ai extra is not installed")
 
-from conformance.adapters import make_adapter  # noqa: E402
+from conformance.adapters import RunRequest, make_adapter  # noqa: E402
 from conformance.runner import run_scenario  # noqa: E402
 from fakes import Gateway, load_scenario  # noqa: E402
 
@@ -62,3 +63,41 @@ def test_the_openai_client_default_two_retries(gateway) -> None:
     assert v["RTY-04"]["verdict"] == "FAIL"
     errors = [e for e in entry["events"] if e["type"] == "error"]
     assert [e["kind"] for e in errors] == ["rate_limit"]
+
+
+SLOW = {
+    "id": "adapter-slow-headers",
+    "title": "headers that never come in time",
+    "criteria": [],
+    "prompt": "Say hello.",
+    "deadline": 30,
+    "script": [{"fault": {"delay_headers": {"seconds": 30}}, "reply": {"text": "late"}}],
+}
+
+
+def test_the_deadline_stops_a_turn_stuck_on_the_gateway(gateway, tmp_path) -> None:
+    s = gateway.create_session(SLOW, time_scale=1.0)
+    req = RunRequest(
+        start={
+            "type": "start",
+            "protocol": 1,
+            "scenario": SLOW["id"],
+            "model": "conformance-model",
+            "prompt": SLOW["prompt"],
+            "tools": [],
+            "tool_endpoint": s.tool_endpoint,
+            "time_scale": 1.0,
+            "debug_dir": str(tmp_path),
+            "config": {},
+        },
+        base_url=s.base_url,
+        api_key="sk-conformance-deadline",
+        ca_file=None,
+        workdir=tmp_path,
+        deadline_s=1.0,
+    )
+    began = time.monotonic()
+    out = make_adapter(AGENT).run(req)
+    assert out.status == "timeout", (out.error, out.log)
+    assert time.monotonic() - began < 5.0  # the deadline, the unwind slack, a loaded machine
+    assert [e["type"] for e in out.events] == ["hello"]
