@@ -231,8 +231,9 @@ def run_turn(
     thread.join(req.deadline_s)
     timed_out = thread.is_alive()
     snapshot = ctx.snapshot()  # at the deadline: nothing later counts
-    # Closing the clients makes a worker still waiting on the gateway fail fast, so it stops
-    # sending requests to a session the harness is about to close.
+    # Cancel an async turn and close the clients, so the worker sends nothing more once its
+    # current request ends (a blocking read of a sync client is not interrupted; the daemon
+    # thread then lingers until that request ends, but its outcome is no longer read).
     ctx.cleanup()
     if timed_out:
         thread.join(_JOIN_SLACK_S)
