@@ -632,12 +632,16 @@ def _stream_sent(sent: str, dialect: str) -> tuple[str, str, list[int]]:
         if data is None:  # comments (keep-alive) and data-less lines: ignored by every reader
             out.verbatim(block)
             continue
+        if data.strip() == "[DONE]":
+            out.data("[DONE]")
+            continue
         try:
             payload = json.loads(data)
         except json.JSONDecodeError:
             out.data(data)  # not JSON in any dialect: readers skip it the same way
             continue
-        if not isinstance(payload, dict):
+        if not isinstance(payload, dict) or "choices" in payload or "type" not in payload:
+            # Already chat-shaped (a replayed chat recording) or foreign: kept as it is.
             out.data(data)
             continue
         handler.event(str(payload.get("type") or event or ""), payload)

@@ -284,6 +284,32 @@ def test_finish_without_done(gw: SyncGateway) -> None:
     assert (resp["finish"], resp["done"]) == (None, False)
 
 
+def test_end_without_finish_but_done(gw: SyncGateway) -> None:
+    """``done: true`` keeps message_stop; Responses has no end marker apart from its finish."""
+    step = {"reply": TEXT, "fault": {"end_without_finish": {"done": True}}}
+    chat = view(exchange(gw, CHAT, step, True))
+    ant = view(canonical_entry(exchange(gw, ANT, step, True)))
+    resp = view(canonical_entry(exchange(gw, RESP, step, True)))
+    assert (chat["finish"], chat["done"]) == (ant["finish"], ant["done"]) == (None, True)
+    assert (resp["finish"], resp["done"]) == (None, False)
+    assert chat["failed"] and ant["failed"] and resp["failed"]
+
+
+def test_replayed_chat_bytes_pass_through(gw: SyncGateway) -> None:
+    """A replay step sends its recorded (chat) bytes whatever the endpoint: kept as they are."""
+    chunks = [
+        'data: {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}'
+        "\n\n",
+        "data: [DONE]\n\n",
+    ]
+    s = gw.create_session(scenario({"replay": {"status": 200, "chunks": chunks}}))
+    with httpx.Client(timeout=5) as c:
+        send(c, s, ANT, user_body(ANT, "hi", True))
+    raw = settled(s, 1)["entries"][0]
+    v = view(canonical_entry(raw))
+    assert (v["text"], v["finish"], v["done"], v["failed"]) == ("hi", "stop", True, False)
+
+
 def test_chat_entries_pass_through_unchanged(gw: SyncGateway) -> None:
     raw = exchange(gw, CHAT, {"reply": TEXT}, True)
     assert canonical_entry(raw) is raw
