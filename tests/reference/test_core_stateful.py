@@ -6,7 +6,8 @@ without a finish, malformed and in-band error events, ``length`` finishes with c
 empty replies; it fires timers, returns tool results and timeouts, and aborts. Checked always:
 the turn ends at most once and nothing follows ``EndTurn``; nothing is sent after an abort;
 every request pairs each tool call with exactly one result; no assistant message without
-content and without tool calls is sent; requests stay within the caps. At teardown a hostile
+content and without tool calls is sent; requests stay within the caps; only the tool calls of
+the reply just completed run, never those of a failed attempt (STR-03). At teardown a hostile
 schedule must bring any unfinished turn to its end within a bounded number of events.
 """
 
@@ -57,10 +58,11 @@ MAX_IDENTICAL = 1 + MAX_RETRIES + MAX_EMPTY_REPLIES
 
 # Fault schedules for the teardown: fault names cycled one per event.
 HOSTILE = {
+    "cut_calls": ["call_cut", "call_cut", "tool_length"],
     "cycle": ["503", "tool_length", "reset", "no_finish", "429", "overflow"],
+    "tools": ["tool_length"],
     "503": ["503"],
     "reset": ["reset"],
-    "tools": ["tool_length"],
     "no_finish": ["no_finish"],
 }
 
@@ -78,7 +80,7 @@ def _chunk(delta: dict, finish: str | None = None) -> str:
 class TurnMachine(RuleBasedStateMachine):
     @initialize(
         max_calls=st.integers(1, 4),
-        stream=st.booleans(),
+        stream=st.sampled_from([True, False]),  # streaming first: more to go wrong
         user_limit=st.sampled_from([None, 1000]),
         fallback=st.sampled_from([None, "fb"]),
         title=st.booleans(),
@@ -133,6 +135,8 @@ class TurnMachine(RuleBasedStateMachine):
         self.hook = False
         self.old_requests: list[int] = []
         self.calls = 0  # tool call ids handed out
+        self.origin: dict[str, int] = {}  # tool call id -> the request whose reply carried it
+        self.last_chat = 0  # id of the latest chat request
         self.events = 0
         self._take(self.core.begin(0.0))
 
@@ -143,6 +147,8 @@ class TurnMachine(RuleBasedStateMachine):
         self.log += actions
         for a in actions:
             if isinstance(a, SendRequest):
+                if a.purpose == "chat":
+                    self.last_chat = a.request_id
                 if self.req is not None:
                     self.old_requests.append(self.req.request_id)
                 self.req, self.req_state = a, "sent"
@@ -153,6 +159,8 @@ class TurnMachine(RuleBasedStateMachine):
             elif isinstance(a, CancelTimer):
                 self.timers.pop(a.timer_id, None)
             elif isinstance(a, RunTool):
+                # STR-03: only calls of the reply just completed run, never a failed attempt's.
+                assert self.origin.get(a.call_id) == self.last_chat, (a, self.origin)
                 self.tool = a
             elif type(a).__name__ == "CallStopHook":
                 self.hook = True
@@ -169,6 +177,7 @@ class TurnMachine(RuleBasedStateMachine):
 
     def _new_call(self) -> str:
         self.calls += 1
+        self.origin[f"c{self.calls}"] = self.req.request_id
         return f"c{self.calls}"
 
     # ---- the gateway ----------------------------------------------------------------------
@@ -282,8 +291,10 @@ class TurnMachine(RuleBasedStateMachine):
         self.feed(StopHookDone(blocked))
 
     @precondition(lambda self: self.live)
-    @rule()
-    def user_aborts(self):
+    @rule(dice=st.integers(0, 7))
+    def user_aborts(self, dice):
+        if dice:
+            return  # an abort ends everything: keep it rare so that schedules get long
         self.aborted_at = len(self.log)
         out = self.feed(Aborted())
         assert out[-1] == EndTurn("aborted")
@@ -378,12 +389,16 @@ class TurnMachine(RuleBasedStateMachine):
                     self.connect_fails("reset")
                 elif f == "overflow":
                     self.error_status(400, {}, OVERFLOW)
-                elif f in ("tool_length", "no_finish"):
+                elif f in ("tool_length", "no_finish", "call_cut"):
                     self.headers_ok()
                 else:
                     self.error_status(503 if f == "503" else 429, {}, "")
             elif self.req_state == "stream":
-                if f == "tool_length":
+                if f == "call_cut":
+                    self.chunk("call")
+                    if self.req_state == "stream":
+                        self.body_fails("cut")
+                elif f == "tool_length":
                     self.chunk("cut_call")
                     self.chunk("length")
                     if self.req_state == "stream":
@@ -391,7 +406,7 @@ class TurnMachine(RuleBasedStateMachine):
                 else:
                     self.stream_ends()
             elif self.req_state == "full":
-                self.full_body("length_cut_calls" if f == "tool_length" else "garbage")
+                self.full_body("garbage" if f == "503" else "length_cut_calls")
             elif self.timers:
                 tid = min(self.timers)
                 self.timers.pop(tid)
