@@ -334,7 +334,7 @@ class TurnCore:
         self.model = str(self.start.get("model", ""))
         self.phase = Phase.START
         self.reason: str | None = None  # the EndTurn reason once ended
-        self.now = 0.0
+        self.now = 0.0  # monotonic time of the latest event, as the driver passed it
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.messages: list[dict[str, Any]] = []
         self.loops = LoopDetector()
