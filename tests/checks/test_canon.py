@@ -756,3 +756,81 @@ def test_every_check_agrees_across_dialects(gw: SyncGateway, path: Path) -> None
         differ = {cid for cid in CHECKS if got[cid] != want[cid]}
         expected = DIVERGE.get(path.name, {}).get(dialect, set())
         assert differ == expected, {c: (want[c], got[c]) for c in differ ^ expected}
+
+
+def _follow_up(dialect: str, answered: list[str]) -> dict[str, Any]:
+    """The request after TOOLS' two calls, answering the calls in ``answered``."""
+    calls = TOOLS["tool_calls"]
+    if dialect == CHAT:
+        tool_calls = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
+            for c in calls
+        ]
+        msgs: list[dict[str, Any]] = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "writing", "tool_calls": tool_calls},
+        ]
+        msgs += [{"role": "tool", "tool_call_id": i, "content": "ok"} for i in answered]
+        return {"model": "m", "stream": False, "messages": msgs}
+    if dialect == ANT:
+        uses = [
+            {
+                "type": "tool_use",
+                "id": c["id"],
+                "name": c["name"],
+                "input": json.loads(c["arguments"]),
+            }
+            for c in calls
+        ]
+        results = [{"type": "tool_result", "tool_use_id": i, "content": "ok"} for i in answered]
+        return {
+            "model": "m",
+            "max_tokens": 256,
+            "stream": False,
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [{"type": "text", "text": "writing"}, *uses]},
+                {"role": "user", "content": results},
+            ],
+        }
+    items: list[dict[str, Any]] = [
+        {"role": "user", "content": "hi"},
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "writing"}],
+        },
+    ]
+    items += [
+        {
+            "type": "function_call",
+            "call_id": c["id"],
+            "name": c["name"],
+            "arguments": c["arguments"],
+        }
+        for c in calls
+    ]
+    items += [{"type": "function_call_output", "call_id": i, "output": "ok"} for i in answered]
+    return {"model": "m", "stream": False, "input": items}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_tol06_pairing_each_dialect(gw: SyncGateway, dialect: str) -> None:
+    """Tool results sent back as tool_result blocks / function_call_output items pair up."""
+    sc = scenario({"reply": TOOLS}, {"reply": {"text": "done"}}, criteria=["TOL-06"])
+
+    def run(answered: list[str]) -> Evidence:
+        s = gw.create_session(sc)
+        with httpx.Client(timeout=5) as c:
+            send(c, s, dialect, user_body(dialect, "hi", True))
+            send(c, s, dialect, _follow_up(dialect, answered))
+        return Evidence(scenario=sc, journal=settled(s, 2))
+
+    f = run_check("TOL-06", run(["call_a", "call_b"]))
+    assert f.outcome == "pass", f.observed
+    f = run_check("TOL-06", run(["call_a"]))
+    assert f.outcome == "fail" and "'call_b' has 0 result(s)" in f.observed, f.observed
