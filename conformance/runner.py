@@ -222,14 +222,18 @@ def agent_results(
     agent: dict[str, Any] = {
         "name": name,
         "adapter": adapter_name,
-        "version": __version__,
         "capabilities": sorted(capabilities),
         "criteria": {},
         "scenarios": [],
     }
     per_criterion: dict[str, list[dict]] = {}
+    agent["version"] = None
     for entry, verdicts in runs:
         agent["scenarios"].append(entry)
+        if agent["version"] is None:
+            # The agent's own word in its hello, not the harness's version.
+            hello = next((e for e in entry.get("events") or [] if e.get("type") == "hello"), {})
+            agent["version"] = str(hello["version"]) if hello.get("version") else None
         for cid, v in verdicts.items():
             per_criterion.setdefault(cid, []).append(v)
     for cid in sorted(per_criterion):

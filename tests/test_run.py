@@ -197,3 +197,14 @@ def test_deadline_is_scaled_deadline_plus_grace(gateway, deadline, caps, scale, 
     run_scenario(gateway, agent, sc, time_scale=scale)
     assert agent.requests[0].deadline_s == pytest.approx(expected, abs=1e-9)
     assert deadline_s(sc, 1.0 if not caps else scale) == pytest.approx(expected, abs=1e-9)
+
+
+def test_the_agent_version_is_the_agents_own(gateway):
+    from conformance.reference.agent import HELLO
+    from conformance.runner import agent_results
+
+    sc = load_scenario(CRITERIA / "rty" / "rty-01-retry-after-seconds.yaml")
+    run = run_scenario(gateway, ReferenceAdapter(), sc)
+    agent = agent_results("reference", "reference", {"tools"}, [run])
+    assert agent["version"] == HELLO["version"]
+    assert agent_results("x", "x", set(), [({"events": []}, {})])["version"] is None
