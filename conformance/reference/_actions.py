@@ -1,8 +1,9 @@
 """Actions the recovery core asks its driver to carry out.
 
 :class:`Emission` actions map one-to-one to adapter events (``action.event()``); the others are
-I/O: send or cancel a request, start or cancel a timer, run a tool, call the stop hook, write a
-debug dump, end the turn. Delays are unscaled seconds: the driver applies the time scale.
+I/O: send or cancel a request, refresh the credentials, start or cancel a timer, run a tool, call
+the stop hook, write a debug dump, end the turn. Delays are unscaled seconds: the driver applies
+the time scale.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = [
     "Emission",
     "EndTurn",
     "NoteRetry",
+    "RefreshCredentials",
     "RemoveMessage",
     "ReportUsage",
     "RunTool",
@@ -79,6 +81,11 @@ class RunTool(Action):
 @dataclass(frozen=True)
 class CallStopHook(Action):
     """Call the hosted stop hook once and report :class:`StopHookDone`."""
+
+
+@dataclass(frozen=True)
+class RefreshCredentials(Action):
+    """Re-read the API key from its source before the next request (RTY-10)."""
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ from ._actions import (
     EmitMessage,
     EndTurn,
     NoteRetry,
+    RefreshCredentials,
     RemoveMessage,
     ReportUsage,
     RunTool,
@@ -119,6 +120,7 @@ __all__ = [
     "HeadersReceived",
     "NoteRetry",
     "Phase",
+    "RefreshCredentials",
     "RemoveMessage",
     "ReportUsage",
     "RunTool",
@@ -134,6 +136,7 @@ __all__ = [
     "corrected_max_tokens",
     "repair_history",
     "sanitize_history",
+    "strip_media",
     "strip_private",
 ]
 
@@ -150,6 +153,15 @@ COMPACT_PROMPT = "Summarize the conversation below concisely."
 REPEATED_TEXT_NOTE = (
     "<system-reminder>\nYou have written the same text 3 times in a row without making "
     "progress. Do not repeat it: try a different approach, or ask the user.\n</system-reminder>"
+)
+DEFAULT_CONTEXT_WINDOW = 128000  # tokens; config.context_window overrides it
+COMPACT_AT = 0.9  # proactive compaction once the last reply's usage fills this share
+MEDIA_PART_TYPES = frozenset(
+    {"image_url", "input_image", "image", "file", "input_file", "input_audio", "document"}
+)
+MEDIA_REMOVED = "[media removed: it was too large for the request]"
+BACKGROUND_STARTED = (
+    "Started in the background (run_in_background): its result will not be awaited in this turn."
 )
 TITLE_PROMPT = "Write a short title for this conversation. Reply with the title only."
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -174,6 +186,15 @@ class Behaviours:
     model_fallback: bool = True
     context_recovery: bool = True
     loop_detection: bool = True
+    credential_refresh: bool = True  # RTY-10: an expired-credential 401 refreshes once
+    background_tools: bool = True  # TRN-10: run_in_background calls are not waited for
+    media_stripping: bool = True  # CTX-05: media too large -> resend without media once
+    proactive_compaction: bool = True  # LOP-05: compact when usage nears the context window
+    compaction_breaker: bool = True  # LOP-05: 3 failed compactions in a row stop compacting
+    # Broken copies for the fuzzer: off = a classic agent bug.
+    bound_continuations: bool = True  # off: the continuation never stops (TRN-04)
+    discard_failed_tool_calls: bool = True  # off: a failed stream's tool calls run (STR-03)
+    stop_on_abort: bool = True  # off: after an abort the agent retries / falls back (CTL-01)
 
 
 class CoreError(Exception):
@@ -364,6 +385,12 @@ class TurnCore:
         self._reminders: list[str] = []
         self._last_text: str | None = None
         self._texts = 0  # how often in a row the reply text was _last_text
+        self._refreshed = False  # RTY-10: one refresh until a request succeeds
+        self._media_stripped = False  # CTX-05: media stripped once per turn
+        self._compact_due = False  # the last reply's usage is near the context window
+        self._proactive = False  # the compaction in flight is proactive (not an overflow)
+        self._proactive_tried = False
+        self.context_window = _int(self.config.get("context_window")) or DEFAULT_CONTEXT_WINDOW
 
     # ---- public interface --------------------------------------------------------------
     @property
@@ -405,7 +432,10 @@ class TurnCore:
         if self.phase is Phase.DONE:
             return []
         if isinstance(event, Aborted):
-            self._abort()
+            if self.b.stop_on_abort:
+                self._abort()
+            else:
+                self._abort_ignored()
             return self._flush()
         if self._stale(event):
             return []
@@ -497,8 +527,27 @@ class TurnCore:
             self._wait_timer = None
         self._end("aborted")
 
+    def _abort_ignored(self) -> None:
+        """Broken copy (``stop_on_abort`` off): the abort is taken for a failed attempt."""
+        attempt = self._attempt
+        if attempt is None or attempt.purpose != "chat":
+            return  # waiting or running a tool: carry on as if nothing happened
+        if self.phase is Phase.BODY and attempt.stream and attempt.status == 200:
+            self._stream_failed("aborted by the user")  # falls back to non-streaming
+            return
+        self._close_attempt(cancel=True)
+        self._attempt_failed(None, {}, "aborted by the user", "reset", None)
+
     # ---- steps -------------------------------------------------------------------------
     def _next_step(self) -> None:
+        if self._compact_due:
+            self._compact_due = False
+            if self.compaction_failures < MAX_COMPACTION_FAILURES or not self.b.compaction_breaker:
+                # LOP-05: compact before the window overflows; a failure is not fatal.
+                self._proactive = self._proactive_tried = True
+                self._send_aux("compact", _compaction_body(self.model, self.messages))
+                self.phase = Phase.COMPACT
+                return
         if self.steps_left <= 0:
             self._error("bad_request", "Turn step limit reached.")
             return
@@ -659,6 +708,11 @@ class TurnCore:
     def _stream_failed(self, why: str) -> None:
         """The streaming body failed after the headers: withdraw, then fall back or surface."""
         attempt = self._close_attempt(cancel=True)
+        if not self.b.discard_failed_tool_calls and attempt.reply.tool_calls:
+            # Broken copy: the failed attempt's tool calls are taken as if the reply had ended.
+            attempt.reply.finish_reason = attempt.reply.finish_reason or "tool_calls"
+            self._got_reply(attempt.reply)
+            return
         msg_id = attempt.reply.msg_id
         if msg_id is not None and self.b.remove_partial_messages:
             self._out.append(RemoveMessage(msg_id))
@@ -708,6 +762,29 @@ class TurnCore:
             }
             self._send()
             return
+        if (
+            self.b.credential_refresh
+            and status == 401
+            and "expired" in text.lower()
+            and not self._refreshed
+        ):
+            # RTY-10: refresh the credentials once, resend the identical request at once.
+            self._refreshed = True
+            self._out.append(RefreshCredentials())
+            self._send()
+            return
+        if (
+            self.b.media_stripping
+            and not self._media_stripped
+            and is_media_error(status, text)
+            and _has_media(self._body["messages"])
+        ):
+            # CTX-05: resend once without the media parts (kept out of later steps too).
+            self._media_stripped = True
+            self.messages = strip_media(self.messages)
+            self._body = {**self._body, "messages": strip_media(self._body["messages"])}
+            self._send()
+            return
         if status is None and conn not in retry.CONNECTION_ERROR_KINDS:
             conn = "reset"
         d = retry.decide(
@@ -730,8 +807,13 @@ class TurnCore:
             msg = f"{d.reason}: {text}" if text else d.reason
             if self._retries:
                 msg += f" (after {self._retries} retries)"
+            kind = d.kind
+            if "context_length_exceeded" in text:
+                kind = "prompt_too_long"
+            elif is_media_error(status, text):
+                kind = "media_too_large"
             self._surface(
-                "prompt_too_long" if "context_length_exceeded" in text else d.kind,
+                kind,
                 msg,
                 body=text,
                 fallback_ok=exhausted
@@ -768,7 +850,9 @@ class TurnCore:
             kind == "prompt_too_long"
             and self.b.context_recovery
             and not self._compacted
-            and self.compaction_failures < MAX_COMPACTION_FAILURES
+            and (
+                self.compaction_failures < MAX_COMPACTION_FAILURES or not self.b.compaction_breaker
+            )
         ):
             self._compacted = True  # one reactive compaction per user turn
             self._pending_error = (kind, message)
@@ -782,7 +866,7 @@ class TurnCore:
         tried = []
         if self.model != str(self.start.get("model", "")):
             tried.append(f"model fallback to {self.model!r}")
-        if self._compacted:
+        if self._compacted or self._proactive_tried:
             tried.append("compaction (summarized history)")
         return f"{message}; recovery tried: {', '.join(tried)}" if tried else message
 
@@ -802,9 +886,15 @@ class TurnCore:
     # ---- a reply -----------------------------------------------------------------------
     def _got_reply(self, reply: _Reply) -> None:
         self.loops.on_request_sent()
+        self._refreshed = False  # a request got through: a later expiry may refresh again
         if reply.usage:
             for k in self.usage:
                 self.usage[k] += _int(reply.usage.get(k))
+            used = _int(reply.usage.get("prompt_tokens")) + _int(
+                reply.usage.get("completion_tokens")
+            )
+            if self.b.proactive_compaction and used >= COMPACT_AT * self.context_window:
+                self._compact_due = True
         if self.b.loop_detection and self._repeated(reply.content):
             # LOP-06, sent with the next request; a system note, as it is no user progress.
             self._reminders.append(REPEATED_TEXT_NOTE)
@@ -821,7 +911,7 @@ class TurnCore:
             if not self.b.continuation:
                 self._done(reply)
                 return
-            if not self.counter.on_truncation(has_tool_calls=False):
+            if not self.counter.on_truncation(has_tool_calls=False) and self.b.bound_continuations:
                 self._error("output_limit", OUTPUT_LIMIT_ERROR)
                 return
             self._append(reply)
@@ -889,6 +979,17 @@ class TurnCore:
         self.calls_left -= 1
         call = self._calls[0]
         fn = call.get("function") or {}
+        if self.b.background_tools and _backgrounded(fn.get("arguments")):
+            # TRN-10: started, not waited for; its ToolDone is stale when it comes.
+            self._calls.pop(0)
+            cid, name = str(call.get("id", "")), str(fn.get("name", ""))
+            self._out.append(RunTool(cid, name, fn.get("arguments") or "{}", self._truncated))
+            self._out.append(ShowToolResult(cid, name, "ok", BACKGROUND_STARTED))
+            self.messages.append(
+                {"role": "tool", "tool_call_id": cid, "content": BACKGROUND_STARTED}
+            )
+            self._run_next_tool()
+            return
         self._running = str(call.get("id", ""))
         self._out.append(
             RunTool(
@@ -938,8 +1039,12 @@ class TurnCore:
         if not finished:
             return
         summary = _summary_of(text)
+        proactive, self._proactive = self._proactive, False
         if summary is None:
             self.compaction_failures += 1
+            if proactive:
+                self._next_step()  # carry on uncompacted; the breaker bounds further tries
+                return
             kind, message = self._pending_error or ("prompt_too_long", "Prompt too long")
             self._error(kind, f"{message}; the compaction (summarize) request failed")
             return
@@ -994,6 +1099,52 @@ def _parse_full(data: Any) -> _Reply | None:
     if not (reply.content or reply.reasoning or reply.tool_calls):
         return None
     return reply
+
+
+_MEDIA_WORDS = re.compile(r"\b(image|images|pdf|media|file|files|attachment|audio)\b", re.I)
+_TOO_LARGE = re.compile(r"too (large|big)|exceeds?|maximum size|size limit", re.I)
+
+
+def is_media_error(status: int | None, text: str) -> bool:
+    """CTX-05: a 413, or a 400 whose error names media and says it is too large."""
+    if status == 413:
+        return True
+    return status == 400 and bool(_MEDIA_WORDS.search(text) and _TOO_LARGE.search(text))
+
+
+def _is_media_part(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in MEDIA_PART_TYPES
+
+
+def _has_media(messages: list[dict[str, Any]]) -> bool:
+    return any(
+        isinstance(m.get("content"), list) and any(_is_media_part(p) for p in m["content"])
+        for m in messages
+    )
+
+
+def strip_media(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages with every media content part replaced by a short text note."""
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list) and any(_is_media_part(p) for p in content):
+            parts = [
+                {"type": "text", "text": MEDIA_REMOVED} if _is_media_part(p) else p for p in content
+            ]
+            m = {**m, "content": parts}
+        out.append(m)
+    return out
+
+
+def _backgrounded(arguments: Any) -> bool:
+    """TRN-10: the call's arguments ask for ``run_in_background: true``."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return False
+    return isinstance(arguments, dict) and arguments.get("run_in_background") is True
 
 
 def _summary_of(text: str | None) -> str | None:
