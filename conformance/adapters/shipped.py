@@ -68,11 +68,14 @@ PLACEHOLDERS = (
     "install",
     "bin",
     "ca_file",
+    "base_url_root",
 )
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 _ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
-PARSERS = ("text", "qwen-json", "opencode-json")
+PARSERS = ("text", "qwen-json", "opencode-json", "claude-stream-json", "codex-json")
+# The wire dialect an agent speaks (documentation, and which base URL form it takes).
+DIALECTS = ("openai_chat", "anthropic_messages", "openai_responses")
 _MAX_LOG = 1_000_000
 
 _SCHEMA: dict[str, Any] = {
@@ -118,6 +121,7 @@ _SCHEMA: dict[str, Any] = {
         "capabilities": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
         "output": {"enum": list(PARSERS)},
         "telemetry": {"type": "string"},
+        "dialect": {"enum": list(DIALECTS)},
     },
 }
 
@@ -141,6 +145,7 @@ class Profile:
     output: str = "text"
     description: str = ""
     telemetry: str = ""
+    dialect: str = "openai_chat"
 
     @property
     def package(self) -> str:
@@ -262,6 +267,7 @@ def load_profile(spec: str | Path) -> Profile:
         output=data.get("output", "text"),
         description=data.get("description", ""),
         telemetry=data.get("telemetry", ""),
+        dialect=data.get("dialect", "openai_chat"),
     )
 
 
@@ -435,6 +441,10 @@ def parse_output(kind: str, stdout: str) -> list[dict]:
         return _parse_qwen(stdout)
     if kind == "opencode-json":
         return _parse_opencode(stdout)
+    if kind in ("claude-stream-json", "codex-json"):
+        from conformance.adapters import shipped_parsers
+
+        return shipped_parsers.parse(kind, stdout)
     raise ValueError(f"unknown output parser {kind!r}; known: {', '.join(PARSERS)}")
 
 
@@ -500,6 +510,8 @@ class ShippedAdapter:
             "install": str(self.profile.install_dir),
             "bin": binp,
             "ca_file": req.ca_file or "",
+            # Agents that append /v1/... themselves (Claude Code) take the session root.
+            "base_url_root": _strip_v1(req.base_url),
         }
 
     def _write_files(self, values: dict, roots: dict[str, Path]) -> None:
@@ -645,6 +657,12 @@ class ShippedAdapter:
             log=redact(log, key),
             error=redact(error, key) if error else None,
         )
+
+
+def _strip_v1(base_url: str) -> str:
+    """The base URL without its trailing ``/v1`` (the gateway session's root)."""
+    url = base_url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
 
 
 def _port_of(base_url: str) -> int | None:
