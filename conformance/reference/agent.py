@@ -43,6 +43,7 @@ from .core import (
     EndTurn,
     Event,
     HeadersReceived,
+    RefreshCredentials,
     RunTool,
     SendRequest,
     StartTimer,
@@ -72,6 +73,10 @@ HELLO: dict[str, Any] = {
         "should_retry_header",
         "stream_fallback_config",
         "training_data_mode",
+        "credential_refresh",
+        "background_tools",
+        "batch_tools",
+        "media",
     ],
 }
 
@@ -108,6 +113,7 @@ class _Driver:
         behaviours: Behaviours,
         rng: random.Random,
         workdir: Path | None,
+        refresh_key: Callable[[], str] | None = None,
     ) -> None:
         self.start = start
         self.emit = emit
@@ -116,6 +122,8 @@ class _Driver:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.auth = {"Authorization": f"Bearer {api_key}"}
         self.key = api_key or "\0"
+        # RTY-10: where a refreshed key comes from (default: the key given at the start).
+        self.refresh_key = refresh_key or (lambda: api_key)
         self.ssl = ssl
         self.scale = float(start.get("time_scale", 1.0) or 1.0)
         config = dict(start.get("config") or {})
@@ -156,6 +164,10 @@ class _Driver:
                 raise self.crash
             if self.abort.is_set():
                 self.feed(Aborted())
+                if not self.core.ended and not self.core.b.stop_on_abort:
+                    await self.finished.wait()  # broken copy: the turn goes on after the abort
+                    if self.crash is not None:
+                        raise self.crash
         finally:
             for f in (stopper, finished):
                 f.cancel()
@@ -170,7 +182,7 @@ class _Driver:
         """
         if self.core.ended:
             return
-        if self.abort.is_set():
+        if self.abort.is_set() and self.core.b.stop_on_abort:
             event = Aborted()  # the abort wins over whatever else arrived
         self._apply(self.core.handle(event, asyncio.get_running_loop().time()))
 
@@ -209,6 +221,9 @@ class _Driver:
                 self._spawn(("req", a.request_id), self._request(a))
             elif isinstance(a, CancelRequest):
                 self._cancel(("req", a.request_id))
+            elif isinstance(a, RefreshCredentials):
+                key = self.refresh_key()
+                self.auth = {"Authorization": f"Bearer {key}"}
             elif isinstance(a, StartTimer):
                 self._spawn(("timer", a.timer_id), self._timer(a))
             elif isinstance(a, CancelTimer):
@@ -226,7 +241,7 @@ class _Driver:
 
     # ---- carrying out actions ----------------------------------------------------------
     async def _request(self, a: SendRequest) -> None:
-        if self.abort.is_set():
+        if self.abort.is_set() and self.core.b.stop_on_abort:
             return  # nothing is sent after an abort
         rid = a.request_id
         put = self.feed
@@ -306,10 +321,12 @@ async def run_protocol(
     behaviours: Behaviours = Behaviours(),  # noqa: B008 - frozen dataclass
     rng: random.Random | None = None,
     workdir: Path | None = None,
+    refresh_key: Callable[[], str] | None = None,
 ) -> str:
     """Run one turn for ``start``; emits ``hello``, the events, exactly one ``turn_end``.
 
-    Returns the ``turn_end`` reason (``completed``, ``error`` or ``aborted``).
+    Returns the ``turn_end`` reason (``completed``, ``error`` or ``aborted``). ``refresh_key``
+    re-reads the key from its source after a 401 for expired credentials (default: ``api_key``).
     """
     emit(dict(HELLO))
     ssl_ctx: Any = ssl_mod.create_default_context(cafile=ca_file) if ca_file else None
@@ -328,6 +345,7 @@ async def run_protocol(
                 behaviours=behaviours,
                 rng=rng or random.Random(),
                 workdir=workdir,
+                refresh_key=refresh_key,
             )
             reason = await driver.run()
         except Exception as exc:  # a bug must still end the turn
