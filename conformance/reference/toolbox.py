@@ -7,7 +7,9 @@ working directory is set and the tool is a local one) or on the hosted tool endp
 -> output capped (``formatting``) -> truncation warning appended -> one JSON line
 logged. Hosted transient failures (HTTP 503, connection errors) are retried up to 2
 more times with a short scaled backoff; the whole call, retries included, is bounded
-by ``timeout_s * time_scale`` real seconds, reported in unscaled seconds.
+by ``timeout_s * time_scale`` real seconds, reported in unscaled seconds. A tool named
+``batch`` (TOL-09, docs/contracts.md §5) is run here: each item is one call of the tool it
+names, in order; the result has one line per item, completed, failed or skipped.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ __all__ = ["ToolBox", "ToolResult", "ToolSpec"]
 
 _RETRIES = 2
 _BACKOFF_S = 0.5  # unscaled; doubled on each retry
+BATCH_TOOL = "batch"
+_LINE_CHARS = 200  # an item's output as shown on its result line
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,8 @@ class ToolBox:
         if not parsed.ok:
             return ToolResult(call_id, name, f"Error: {parsed.error}", True, "invalid"), 0
         args = parsed.arguments or {}
+        if name == BATCH_TOOL:
+            return await self._run_batch(call_id, args), 1
         limit = self._timeout_s * self._scale
         attempts = 1
         try:
@@ -153,6 +159,39 @@ class ToolBox:
         if parsed.warning:
             output += "\n\n" + parsed.warning
         return ToolResult(call_id, name, output, status != "ok", status), attempts
+
+    async def _run_batch(self, call_id: str, args: dict) -> ToolResult:
+        """TOL-09: run the items in order; one line per item: completed, failed or skipped."""
+        items = args.get("items")
+        if not isinstance(items, list) or not items:
+            msg = "Error: batch needs a non-empty 'items' list of {tool, arguments}."
+            return ToolResult(call_id, BATCH_TOOL, msg, True, "invalid")
+        stop_on_error = args.get("stop_on_error") is True
+        lines, failures, stopped = [], 0, False
+        for n, item in enumerate(items, 1):
+            item = item if isinstance(item, dict) else {}
+            tool, item_args = str(item.get("tool", "")), item.get("arguments")
+            item_args = item_args if isinstance(item_args, dict) else {}
+            shown = f"[{n}] {tool}({json.dumps(item_args, ensure_ascii=False)[:_LINE_CHARS]})"
+            if stopped:
+                lines.append(f"{shown}: skipped (not run: an earlier item failed)")
+                continue
+            if tool == BATCH_TOOL:
+                res = ToolResult(
+                    call_id, tool, "Error: a batch cannot contain a batch.", True, "invalid"
+                )
+            else:
+                res, _ = await self._run(f"{call_id}.{n}", tool, item_args, False)
+            first = " ".join(res.output.split())[:_LINE_CHARS]
+            if res.is_error:
+                failures += 1
+                stopped = stop_on_error
+                lines.append(f"{shown}: failed: {first}")
+            else:
+                lines.append(f"{shown}: completed: {first}")
+        head = f"batch of {len(items)} item(s), {failures} failed:"
+        status = "error" if failures else "ok"
+        return ToolResult(call_id, BATCH_TOOL, "\n".join([head, *lines]), bool(failures), status)
 
     async def _run_local(self, name: str, args: dict, limit: float) -> tuple[str, str]:
         try:
