@@ -878,3 +878,189 @@ def test_CTL_02_stop_hook_block_is_shown_once_never_retried():
     out = d.feed(StopHookDone("not yet"))
     assert [type(a) for a in out] == [EmitMessage, EndTurn]
     assert out[0].text == "Stop hook blocked: not yet" and len(d.of(CallStopHook)) == 1
+
+
+# ---- MAY features and their switches ---------------------------------------------------
+EXPIRED = '{"error": {"message": "The access token has expired.", "code": "token_expired"}}'
+
+
+def test_RTY_10_expired_credentials_refresh_once_and_resend_the_identical_request():
+    from conformance.reference.core import RefreshCredentials
+
+    d = Drive()
+    out = d.status(401, body=EXPIRED)
+    assert out.index(RefreshCredentials()) < out.index(d.sends[-1])  # refresh, then resend
+    assert len(d.sends) == 2 and d.sends[0].body == d.sends[1].body
+    assert not d.of(NoteRetry) and not d.of(ShowError)
+    d.status(401, body=EXPIRED)  # expired again: never a second refresh
+    assert len(d.of(RefreshCredentials)) == 1 and len(d.sends) == 2
+    assert d.of(ShowError)[0].kind == "auth" and d.end == EndTurn("error")
+
+
+def test_RTY_10_other_401s_and_the_switch_off_do_not_refresh():
+    from conformance.reference.core import RefreshCredentials
+
+    d = Drive()
+    d.status(401, body='{"error": {"message": "Invalid API key."}}')
+    assert not d.of(RefreshCredentials) and len(d.sends) == 1
+    d = Drive(Behaviours(credential_refresh=False))
+    d.status(401, body=EXPIRED)
+    assert not d.of(RefreshCredentials) and len(d.sends) == 1
+
+
+def test_RTY_10_a_success_lets_a_later_expiry_refresh_again():
+    from conformance.reference.core import RefreshCredentials
+
+    d = Drive()
+    d.status(401, body=EXPIRED)
+    d.stream(delta_event(calls=[call()], finish="tool_calls"))
+    d.tool()
+    d.status(401, body=EXPIRED)
+    assert len(d.of(RefreshCredentials)) == 2 and d.end is None
+
+
+BG_ARGS = '{"command": "make", "run_in_background": true}'
+
+
+def test_TRN_10_background_tool_is_started_not_waited_for():
+    d = Drive(max_output_tokens=1000)
+    d.stream(delta_event(calls=[call("bg", "read", BG_ARGS)], finish="tool_calls"))
+    run = d.of(RunTool)[0]
+    assert run.call_id == "bg" and len(d.sends) == 2  # the next request went out at once
+    tool_msg = d.sends[-1].body["messages"][-1]
+    assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == "bg"
+    assert "background" in tool_msg["content"]
+    # Its result, when it comes, is stale: the turn does not change.
+    assert d.feed(ToolDone("bg", "read", "ok", "built", False)) == []
+
+
+def test_TRN_10_background_tool_counts_as_a_tool_call_for_the_truncation_count():
+    d = Drive(max_output_tokens=1000)
+    for _ in range(3):
+        d.text("p", finish="length")
+    d.stream(delta_event(calls=[call("bg", "read", BG_ARGS)], finish="tool_calls"))
+    for _ in range(3):
+        d.text("p", finish="length")
+    assert d.end is None and not d.of(ShowError)
+
+
+def test_TRN_10_switch_off_waits_for_the_background_tool():
+    d = Drive(Behaviours(background_tools=False))
+    d.stream(delta_event(calls=[call("bg", "read", BG_ARGS)], finish="tool_calls"))
+    assert d.core.phase is Phase.TOOLS and len(d.sends) == 1
+
+
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+TOO_LARGE = '{"error": {"message": "Image too large: exceeds the maximum size of 5 MB."}}'
+
+
+def _media_drive(behaviours: Behaviours = Behaviours()) -> Drive:  # noqa: B008
+    history = [{"role": "user", "content": [{"type": "text", "text": "what?"}, IMAGE]}]
+    return Drive(behaviours, _start={"history": history})
+
+
+def test_CTX_05_media_too_large_strips_the_media_and_retries_once():
+    d = _media_drive()
+    d.status(400, body=TOO_LARGE)
+    assert len(d.sends) == 2
+    assert "image_url" in json.dumps(d.sends[0].body) and "image_url" not in json.dumps(
+        d.sends[1].body
+    )
+    d.status(400, body=TOO_LARGE)  # still too large: no second strip, the error is typed
+    assert len(d.sends) == 2 and d.of(ShowError)[0].kind == "media_too_large"
+
+
+def test_CTX_05_413_counts_and_later_steps_stay_stripped():
+    d = _media_drive()
+    d.status(413, body="Request Entity Too Large")
+    d.stream(delta_event(calls=[call()], finish="tool_calls"))
+    d.tool()
+    assert len(d.sends) == 3 and "image_url" not in json.dumps(d.sends[-1].body)
+
+
+def test_CTX_05_switch_off_and_other_400s_do_not_strip():
+    d = _media_drive(Behaviours(media_stripping=False))
+    d.status(400, body=TOO_LARGE)
+    assert len(d.sends) == 1
+    d = _media_drive()
+    d.status(400, body='{"error": {"message": "Unknown parameter: foo."}}')
+    assert len(d.sends) == 1
+
+
+NEAR = {"prompt_tokens": 125000, "completion_tokens": 10}
+
+
+def _near_window_round(d: Drive, i: int) -> None:
+    d.stream(
+        delta_event(
+            calls=[call(f"c{i}", args=json.dumps({"path": str(i)}))],
+            finish="tool_calls",
+            usage=NEAR,
+        )
+    )
+    d.tool()
+
+
+def test_LOP_05_proactive_compaction_near_the_window_and_its_breaker():
+    d = Drive(context_window=128000)
+    compactions = []
+    for i in range(5):
+        _near_window_round(d, i)
+        if d.of(SendRequest)[-1].purpose == "compact":
+            compactions.append(d.of(SendRequest)[-1])
+            d.status(400, body=OVERFLOW)  # the compaction fails; the turn goes on
+        assert d.of(SendRequest)[-1].purpose == "chat" and d.end is None
+    assert len(compactions) == 3  # three failures in a row: no fourth try
+    assert d.core.compaction_failures == 3
+
+
+def test_LOP_05_successful_proactive_compaction_replaces_the_history():
+    d = Drive(context_window=128000)
+    _near_window_round(d, 0)
+    assert d.of(SendRequest)[-1].purpose == "compact"
+    d.status(200, body=_compaction_reply("so far: read 0"))
+    assert "so far: read 0" in json.dumps(d.sends[-1].body["messages"])
+    assert d.core.compaction_failures == 0
+
+
+def test_LOP_05_below_the_window_no_compaction():
+    d = Drive(context_window=1_000_000)
+    for i in range(3):
+        _near_window_round(d, i)
+    assert all(s.purpose == "chat" for s in d.of(SendRequest))
+
+
+def test_LOP_05_breaker_switch_off_keeps_compacting():
+    d = Drive(Behaviours(compaction_breaker=False), context_window=128000)
+    for i in range(5):
+        _near_window_round(d, i)
+        if d.of(SendRequest)[-1].purpose == "compact":
+            d.status(400, body=OVERFLOW)
+    assert len([s for s in d.of(SendRequest) if s.purpose == "compact"]) == 5
+
+
+# ---- broken copies for the fuzzer -------------------------------------------------------
+def test_TRN_04_broken_copy_bound_continuations_off_never_stops():
+    d = Drive(Behaviours(bound_continuations=False), max_output_tokens=1000)
+    for _ in range(8):
+        d.text("p", finish="length")
+    assert len(d.sends) == 9 and d.end is None and not d.of(ShowError)
+
+
+def test_STR_03_broken_copy_runs_the_tool_calls_of_a_failed_stream():
+    d = Drive(Behaviours(discard_failed_tool_calls=False))
+    d.stream(delta_event(calls=[call()]), fail="cut")
+    assert [r.call_id for r in d.of(RunTool)] == ["c1"]
+
+
+def test_CTL_01_broken_copy_retries_after_an_abort():
+    d = Drive(Behaviours(stop_on_abort=False))
+    d.feed(HeadersReceived(d.rid, 200, {}, NOW))
+    d.feed(Chunk(d.rid, delta_event("half")))
+    out = d.feed(Aborted())
+    assert CancelRequest(1) in out and EndTurn("aborted") not in out
+    assert len(d.sends) == 2 and d.sends[-1].body["stream"] is False  # the fallback, after abort
+    d.feed(Aborted())  # before headers: taken for a failed attempt, retried after a wait
+    assert d.core.phase is Phase.WAIT
+    d.fire()
+    assert len(d.sends) == 3 and d.end is None
