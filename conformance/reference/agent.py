@@ -28,6 +28,9 @@ from typing import Any
 
 import aiohttp
 
+from ._wire_anthropic import AnthropicCodec
+from ._wire_base import ChatCodec, Codec
+from ._wire_responses import ResponsesCodec
 from .core import (
     Aborted,
     Action,
@@ -55,7 +58,29 @@ from .core import (
 )
 from .toolbox import ToolBox, ToolSpec
 
-__all__ = ["HELLO", "Behaviours", "run_protocol"]
+__all__ = ["DIALECTS", "HELLO", "Behaviours", "UnknownDialect", "codec_for", "run_protocol"]
+
+# Wire dialects by their adapter-protocol name (``start.dialect``); the first is the default.
+DIALECTS: dict[str, Callable[[], Codec]] = {
+    "openai_chat": ChatCodec,
+    "anthropic_messages": AnthropicCodec,
+    "openai_responses": ResponsesCodec,
+}
+
+
+class UnknownDialect(ValueError):
+    """``start.dialect`` names a dialect the agent does not speak."""
+
+
+def codec_for(dialect: str | None) -> Codec:
+    """A fresh codec (it remembers credentials for one turn) for ``start.dialect``."""
+    name = dialect or "openai_chat"
+    if name not in DIALECTS:
+        raise UnknownDialect(
+            f"start.dialect {name!r} is not spoken by this agent (it speaks {', '.join(DIALECTS)})"
+        )
+    return DIALECTS[name]()
+
 
 HELLO: dict[str, Any] = {
     "type": "hello",
@@ -119,8 +144,9 @@ class _Driver:
         self.emit = emit
         self.session = session
         self.abort = abort
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.auth = {"Authorization": f"Bearer {api_key}"}
+        self.codec = codec_for(start.get("dialect"))
+        self.url = base_url.rstrip("/") + self.codec.path
+        self.auth = self.codec.headers(api_key)
         self.key = api_key or "\0"
         # RTY-10: where a refreshed key comes from (default: the key given at the start).
         self.refresh_key = refresh_key or (lambda: api_key)
@@ -223,7 +249,7 @@ class _Driver:
                 self._cancel(("req", a.request_id))
             elif isinstance(a, RefreshCredentials):
                 key = self.refresh_key()
-                self.auth = {"Authorization": f"Bearer {key}"}
+                self.auth = self.codec.headers(key)
             elif isinstance(a, StartTimer):
                 self._spawn(("timer", a.timer_id), self._timer(a))
             elif isinstance(a, CancelTimer):
@@ -246,22 +272,29 @@ class _Driver:
         rid = a.request_id
         put = self.feed
         headers_seen = False
+        model = str(a.body.get("model") or "")
+        # The core speaks chat completions; the codec renders and reads the wire dialect.
+        body = self.codec.request(a.body)
         try:
             async with self.session.post(
-                self.url, json=a.body, headers=self.auth, ssl=self.ssl
+                self.url, json=body, headers=self.auth, ssl=self.ssl
             ) as resp:
                 headers_seen = True
                 put(HeadersReceived(rid, resp.status, dict(resp.headers), datetime.now(UTC)))
                 if resp.status == 200 and a.body.get("stream"):
+                    decoder = self.codec.decoder(model)
                     async for data in _sse(resp):
-                        put(Chunk(rid, data))
-                        if self.tasks.get(("req", rid)) is not asyncio.current_task():
-                            # Cancelled by the core; stop before reading what is buffered.
-                            return
+                        for piece in decoder.feed(data):
+                            put(Chunk(rid, piece))
+                            if self.tasks.get(("req", rid)) is not asyncio.current_task():
+                                # Cancelled by the core; stop before reading what is buffered.
+                                return
                     put(BodyEnded(rid, ""))
                 else:
-                    raw = await resp.read()
-                    put(BodyEnded(rid, raw.decode("utf-8", "replace")))
+                    text = (await resp.read()).decode("utf-8", "replace")
+                    if resp.status == 200:
+                        text = self.codec.full_body(text, model)
+                    put(BodyEnded(rid, text))
         except (TimeoutError, aiohttp.ClientError) as exc:
             reason = str(exc) or type(exc).__name__
             if headers_seen:
