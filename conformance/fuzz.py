@@ -212,6 +212,7 @@ class FuzzReport:
     elapsed_s: float = 0.0
     finding: Finding | None = None
     notes: list[str] = field(default_factory=list)
+    found_after: int | None = None  # schedules run up to and including the first finding
 
     @property
     def rate(self) -> float:
@@ -292,6 +293,7 @@ def run_fuzz(
         if broken:
             if not first_failure_at:
                 first_failure_at.append(time.monotonic())
+                report.found_after = report.schedules
                 if progress:
                     progress(f"[fuzz] found: {', '.join(sorted(broken))}; shrinking")
             best.append(Finding(sc, broken))
@@ -388,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     if f is None:
         print("no schedule broke " + ", ".join(FUZZ_CRITERIA))
         return 0
+    print(f"first found after {report.found_after} schedule(s), then shrunk")
     for cid, v in sorted(f.broken.items()):
         print(f"{cid}: {v['verdict']}: expected {v['expected']}; observed {v['observed']}")
     if f.path is not None:
