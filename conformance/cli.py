@@ -65,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="a scenario file or directory (repeatable; default: the bundled criteria scenarios)",
     )
+    run.add_argument(
+        "--dialect",
+        choices=("openai_chat", "anthropic_messages", "openai_responses"),
+        default="openai_chat",
+        help="the wire dialect the agent is served in (the start message carries it; an agent "
+        "that does not declare dialect:<name> is UNSUPPORTED); default: openai_chat",
+    )
     run.add_argument("--report-dir", type=Path, default=Path("conformance-report"))
     run.add_argument("--results", type=Path, default=None, help="write the results JSON here")
     run.add_argument(
@@ -197,7 +204,7 @@ def _run_via_pytest(
     words += ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "conformance.plugin"]
     words += ["--conformance", "--conformance-agent", args.agent]
     words += ["--conformance-time-scale", repr(scale), "--conformance-results", str(results)]
-    words += ["--conformance-command", command]
+    words += ["--conformance-command", command, "--conformance-dialect", args.dialect]
     if args.strict:
         words.append("--conformance-strict")
     if args.expectations and args.expectations.exists() and not args.update_expectations:
@@ -241,7 +248,12 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
         updated_expectations,
         write_expectations,
     )
-    from conformance.runner import DEFAULT_TIME_SCALE, results_document, run_suite
+    from conformance.runner import (
+        DEFAULT_TIME_SCALE,
+        rerun_command,
+        results_document,
+        run_suite,
+    )
     from fakes import FakesError, Gateway, load_scenarios
     from reports import render
     from scenarios import SCENARIO_DIR
@@ -301,7 +313,14 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
         else:
             with Gateway.running() as gw:
                 agent = run_suite(
-                    gw, adapter, scenarios, time_scale=scale, progress=progress, stop=stop
+                    gw,
+                    adapter,
+                    scenarios,
+                    time_scale=scale,
+                    rerun=lambda s: rerun_command(s, args.agent, args.dialect),
+                    progress=progress,
+                    stop=stop,
+                    dialect=args.dialect,
                 )
             doc = results_document(
                 [agent],
@@ -309,6 +328,7 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
                 time_scale=scale,
                 interrupted=stop.is_set(),
                 command=command,
+                dialect=args.dialect,
             )
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -77,6 +77,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="expectations YAML: verdicts that are known and do not fail",
     )
+    group.addoption(
+        "--conformance-dialect",
+        default="openai_chat",
+        choices=("openai_chat", "anthropic_messages", "openai_responses"),
+        help="the wire dialect the agents are served in (default: openai_chat)",
+    )
     # Used by `conformance run`: its own progress lines and the command it records.
     group.addoption(
         "--conformance-progress", action="store_true", default=False, help="==SUPPRESS=="
@@ -105,6 +111,7 @@ class _State:
                 f"--conformance-time-scale must be in (0, 1], got {self.time_scale}"
             )
         self.strict: bool = config.getoption("conformance_strict")
+        self.dialect: str = config.getoption("conformance_dialect") or "openai_chat"
         self.labels: list[str] = []
         self._adapters: dict[str, Any] = {}
         for spec in self.specs:
@@ -201,6 +208,7 @@ class _State:
             time_scale=self.time_scale,
             interrupted=interrupted,
             command=command,
+            dialect=self.dialect,
         )
 
     @pytest.hookimpl(trylast=True)
@@ -316,7 +324,8 @@ class ScenarioItem(pytest.Item):
             adapter,
             self.scenario,
             time_scale=st.time_scale,
-            rerun=rerun_command(self.scenario, st.spec(self.agent)),
+            rerun=rerun_command(self.scenario, st.spec(self.agent), st.dialect),
+            dialect=st.dialect,
         )
         index = self.session.items.index(self) if self in self.session.items else 0
         self.payload = {

@@ -7,6 +7,11 @@ gateway's journal to send the abort once the named step's headers are out. After
 turn it reads the evidence -- the journal first, the agent's events second -- and asks each
 criterion's check for a finding. Capabilities the agent does not declare make a criterion
 UNSUPPORTED before any check runs; a broken or hung agent makes it ERROR or TIMEOUT.
+
+A run speaks one wire dialect (``openai_chat`` by default; ``anthropic_messages``,
+``openai_responses``): the start message carries it, an agent that does not declare
+``dialect:<name>`` gets UNSUPPORTED for every scenario, and a criterion whose catalogue entry
+names the dialects it applies in is INFORMATIONAL in the others.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from conformance.verdicts import aggregate, verdict_for
 from fakes import Scenario, SyncGateway
 
 __all__ = [
+    "DEFAULT_DIALECT",
+    "DIALECTS",
     "DEADLINE_GRACE_S",
     "DEFAULT_DEADLINE_S",
     "DEFAULT_TIME_SCALE",
@@ -44,6 +51,8 @@ __all__ = [
 ]
 
 DEFAULT_TIME_SCALE = 0.02
+DEFAULT_DIALECT = "openai_chat"
+DIALECTS = ("openai_chat", "anthropic_messages", "openai_responses")
 DEFAULT_DEADLINE_S = 30.0
 # Real seconds added to every deadline: process start-up and scheduling, never a scaled wait.
 DEADLINE_GRACE_S = 5.0
@@ -58,10 +67,27 @@ def _display_path(source: str) -> str:
         return source
 
 
-def rerun_command(scenario: Scenario, agent: str = "reference") -> str:
+def rerun_command(
+    scenario: Scenario, agent: str = "reference", dialect: str = DEFAULT_DIALECT
+) -> str:
     """The command line that reruns one scenario (shown in the report)."""
     flag = "" if agent == "reference" else f"--agent {shlex.quote(agent)} "
+    if dialect != DEFAULT_DIALECT:
+        flag += f"--dialect {dialect} "
     return f"conformance run {flag}--scenario {shlex.quote(_display_path(scenario.source))}"
+
+
+def dialect_capability(dialect: str) -> str | None:
+    """The capability an agent declares to be run in ``dialect`` (None: every agent speaks it)."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}; known: {', '.join(DIALECTS)}")
+    return None if dialect == DEFAULT_DIALECT else f"dialect:{dialect}"
+
+
+def _applies_in(crit: Any, dialect: str) -> bool:
+    """Whether a criterion applies in ``dialect`` (catalogue ``dialects``; none = everywhere)."""
+    only = getattr(crit, "dialects", None)
+    return not only or dialect in only
 
 
 def deadline_s(scenario: Scenario, time_scale: float) -> float:
@@ -69,7 +95,13 @@ def deadline_s(scenario: Scenario, time_scale: float) -> float:
     return (scenario.deadline or DEFAULT_DEADLINE_S) * time_scale + DEADLINE_GRACE_S
 
 
-def _start_message(scenario: Scenario, session: Any, time_scale: float, debug_dir: Path) -> dict:
+def _start_message(
+    scenario: Scenario,
+    session: Any,
+    time_scale: float,
+    debug_dir: Path,
+    dialect: str = DEFAULT_DIALECT,
+) -> dict:
     config = {"fallback_model": None, "max_output_tokens": None, **scenario.config}
     start = {
         "type": "start",
@@ -85,6 +117,8 @@ def _start_message(scenario: Scenario, session: Any, time_scale: float, debug_di
     }
     if scenario.history:
         start["history"] = scenario.history
+    if dialect != DEFAULT_DIALECT:
+        start["dialect"] = dialect  # absent means openai_chat, for agents that predate it
     return start
 
 
@@ -114,16 +148,27 @@ def run_scenario(
     *,
     time_scale: float = DEFAULT_TIME_SCALE,
     rerun: str = "",
+    dialect: str = DEFAULT_DIALECT,
 ) -> tuple[dict, dict[str, dict]]:
-    """Run one scenario; return its results entry and {criterion id: scenario verdict entry}."""
+    """Run one scenario in ``dialect``; return its results entry and {criterion id: scenario
+    verdict entry}."""
     caps = adapter.capabilities()
     scale = time_scale if "time_scale" in caps else 1.0
-    missing = sorted(set(scenario.capabilities) - caps)
+    needed = set(scenario.capabilities)
+    speaks = dialect_capability(dialect)
+    if speaks is not None:
+        needed.add(speaks)
+    missing = sorted(needed - caps)
     criteria = list(dict.fromkeys([*scenario.criteria, *INVARIANTS]))
     api_key = "sk-conformance-" + _secrets.token_hex(16)
     began = time.monotonic()
     if missing:
-        outcome = RunOutcome("unsupported", [], None, "", f"needs {', '.join(missing)}")
+        why = f"needs {', '.join(missing)}"
+        if speaks in missing:
+            why += (
+                f" (the agent does not declare {speaks}, so it is not run in the {dialect} dialect)"
+            )
+        outcome = RunOutcome("unsupported", [], None, "", why)
         journal: dict = {"entries": []}
         debug_files: dict[str, str] = {}
     else:
@@ -134,7 +179,7 @@ def run_scenario(
             workdir.mkdir()
             debug_dir.mkdir()
             req = RunRequest(
-                start=_start_message(scenario, session, scale, debug_dir),
+                start=_start_message(scenario, session, scale, debug_dir, dialect),
                 base_url=session.base_url,
                 api_key=api_key,
                 ca_file=gateway.ca_file if scenario.tls else None,
@@ -175,9 +220,19 @@ def run_scenario(
         crit = by_id(cid)
         if outcome.status in ("error", "timeout"):
             v, exp, obs = outcome.status.upper(), "the agent ends its turn", outcome.error or ""
+        elif speaks in missing:
+            v, exp, obs = (
+                "UNSUPPORTED",
+                f"capability {speaks}",
+                f"not declared by the agent: it is not run in the {dialect} dialect",
+            )
         elif outcome.status == "unsupported" or (crit.capability and crit.capability not in caps):
             need = crit.capability or ", ".join(missing) or "the scenario"
             v, exp, obs = "UNSUPPORTED", f"capability {need}", "not declared by the agent"
+        elif not _applies_in(crit, dialect):
+            v = "INFORMATIONAL"
+            exp = f"applies only in {', '.join(crit.dialects)}"
+            obs = f"not applicable in this dialect ({dialect})"
         else:
             finding = run_check(cid, ev)
             v, exp, obs = verdict_for(crit, finding), finding.expected, finding.observed
@@ -254,8 +309,10 @@ def run_suite(
     rerun: Callable[[Scenario], str] = rerun_command,
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
+    dialect: str = DEFAULT_DIALECT,
 ) -> dict:
-    """Run ``scenarios`` in order; return the agent's results entry (contracts §4)."""
+    """Run ``scenarios`` in order in ``dialect``; return the agent's results entry (contracts
+    §4)."""
     scenarios = list(scenarios)
     runs: list[tuple[dict, dict[str, dict]]] = []
     try:
@@ -263,7 +320,12 @@ def run_suite(
             if stop is not None and stop.is_set():
                 break
             entry, verdicts = run_scenario(
-                gateway, adapter, scenario, time_scale=time_scale, rerun=rerun(scenario)
+                gateway,
+                adapter,
+                scenario,
+                time_scale=time_scale,
+                rerun=rerun(scenario),
+                dialect=dialect,
             )
             runs.append((entry, verdicts))
             if progress:
@@ -276,7 +338,13 @@ def run_suite(
 
 
 def results_document(
-    agents: list[dict], *, started: float, time_scale: float, interrupted: bool, command: str
+    agents: list[dict],
+    *,
+    started: float,
+    time_scale: float,
+    interrupted: bool,
+    command: str,
+    dialect: str = DEFAULT_DIALECT,
 ) -> dict:
     """Wrap agents' results into the results document of contracts §4."""
 
@@ -293,6 +361,7 @@ def results_document(
             "interrupted": interrupted,
             "command": command,
             "harness_version": __version__,
+            "dialect": dialect,
         },
         "catalogue": [asdict(c) for c in CATALOGUE],
         "agents": agents,
