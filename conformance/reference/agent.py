@@ -102,6 +102,9 @@ HELLO: dict[str, Any] = {
         "background_tools",
         "batch_tools",
         "media",
+        # Wire dialects beyond chat completions (start.dialect).
+        "dialect:anthropic_messages",
+        "dialect:openai_responses",
     ],
 }
 
