@@ -485,7 +485,11 @@ class ShippedAdapter:
         self._lock = threading.Lock()
 
     def capabilities(self) -> set[str]:
-        return set(self.profile.capabilities)
+        caps = set(self.profile.capabilities)
+        if self.profile.dialect != "openai_chat":
+            # The runner serves a run in dialect D only to agents declaring dialect:D.
+            caps.add(f"dialect:{self.profile.dialect}")
+        return caps
 
     def _resolve_bin(self) -> str:
         if self._bin:
@@ -536,10 +540,21 @@ class ShippedAdapter:
             "type": "hello",
             "agent": self.profile.package,
             "version": self.profile.version,
-            "capabilities": sorted(self.profile.capabilities),
+            "capabilities": sorted(self.capabilities()),
             "t_ns": time.monotonic_ns(),
         }
         events: list[dict] = [hello]
+        asked = str(req.start.get("dialect") or "openai_chat")
+        if asked != self.profile.dialect:
+            # The agent speaks one wire API whatever we ask: judging it as another would mislead.
+            return RunOutcome(
+                "unsupported",
+                events,
+                hello,
+                "",
+                f"{self.name} speaks {self.profile.dialect} only; this run asks for {asked} "
+                f"(run it with --dialect {self.profile.dialect})",
+            )
         try:
             binp = self._resolve_bin()
         except FileNotFoundError as exc:
