@@ -85,7 +85,7 @@ def _truncate(reply: dict[str, Any], part: str, at: int) -> dict[str, Any]:
 def make_plan(step: Step, request: dict[str, Any], dialect: str = "openai_chat") -> Plan:
     """The plan for ``request`` (parsed JSON body) served by ``step`` in ``dialect``."""
     if step.replay is not None:
-        return _replay_plan(step, request)
+        return _replay_plan(step, request, dialect)
     if dialect != "openai_chat":
         return _dialect_plan(step, request, DIALECTS[dialect])
     stream = bool(request.get("stream"))
@@ -280,14 +280,16 @@ def _dialect_plan(step: Step, request: dict[str, Any], d: Any) -> Plan:
         return plan
 
     reply_json = json.dumps(reply, sort_keys=True)
-    frames = _dialect_frames(d.NAME, reply_json, model, terminal, empty)
+    frames, marks = _dialect_frames(d.NAME, reply_json, model, terminal, empty)
     plan.headers = dict(SSE_HEADERS)
     plan.full_bytes = sum(len(f) for f in frames)
     chunks = [Chunk(f) for f in frames]
     n = int(p.get("after_events", 0))
+    if n:
+        n = _neutral_position(n, _chat_marks(reply_json), marks)
     if name == "cut":
         plan.ending = p.get("mode", "reset")
-        chunks = _cut(chunks, p, plan)
+        chunks = _cut(chunks, p, plan, n)
     elif name == "stall":
         chunks = _stall(chunks, n, float(p["seconds"]), p.get("keepalive"))
     elif name == "malformed_event":
@@ -301,10 +303,11 @@ def _dialect_plan(step: Step, request: dict[str, Any], d: Any) -> Plan:
     return plan
 
 
-def _cut(chunks: list[Chunk], p: dict[str, Any], plan: Plan) -> list[Chunk]:
-    """The chunks before a cut at ``at_byte`` (a partial last event) or after N events."""
+def _cut(chunks: list[Chunk], p: dict[str, Any], plan: Plan, n: int) -> list[Chunk]:
+    """The chunks before a cut at ``at_byte`` (raw bytes of this rendering; a partial last
+    event) or after ``n`` events."""
     if "at_byte" not in p:
-        out = chunks[: int(p.get("after_events", 0))]
+        out = chunks[:n]
         plan.cut_at_byte = sum(len(c.data) for c in out)
         return out
     at = int(p["at_byte"])
@@ -338,27 +341,61 @@ def _stall(chunks: list[Chunk], n: int, secs: float, keepalive: Any) -> list[Chu
 @functools.lru_cache(maxsize=256)
 def _dialect_frames(
     dialect: str, reply_json: str, model: str, terminal: bool, empty: str | None
-) -> tuple[bytes, ...]:
+) -> tuple[tuple[bytes, ...], tuple[tuple[int, ...] | None, ...]]:
+    """The frames of a streamed reply and the content milestone of each (``marks``)."""
     d = DIALECTS[dialect]
     events = d.stream_events(json.loads(reply_json), model, terminal=terminal, empty=empty)
-    return tuple(d.frame(name, payload) for name, payload in events)
+    return tuple(d.frame(name, payload) for name, payload in events), tuple(d.marks(events))
+
+
+@functools.lru_cache(maxsize=256)
+def _chat_marks(reply_json: str) -> tuple[tuple[int, ...], ...]:
+    """The milestones of the chat rendering of a reply, the scale ``after_events`` counts on."""
+    return tuple(oc.marks(oc.stream_payloads(json.loads(reply_json), "m")))
+
+
+def _neutral_position(
+    n: int, chat: tuple[tuple[int, ...], ...], marks: tuple[tuple[int, ...] | None, ...]
+) -> int:
+    """How many of a dialect's events to send for a fault placed ``after_events: n``.
+
+    Scenarios are dialect-neutral, so ``n`` counts events of the chat rendering (role chunk
+    first); in another dialect the fault strikes right after the event that completes the same
+    content as those ``n`` chat events (same pieces of reasoning, text and arguments, nothing
+    more), e.g. before ``ping`` and ``content_block_start`` when only the start was sent.
+    """
+    if n <= 0:
+        return 0
+    if n >= len(chat):
+        return len(marks)
+    reached = chat[n - 1]
+    return max((j + 1 for j, m in enumerate(marks) if m is not None and m <= reached), default=0)
 
 
 # -- replay: recorded bytes (a probe's recording) -------------------------------------------
 
 
-def _replay_plan(step: Step, request: dict[str, Any]) -> Plan:
+def _replay_plan(step: Step, request: dict[str, Any], dialect: str = "openai_chat") -> Plan:
     """Carry out a ``replay`` step: the recorded status, headers and chunks, byte for byte.
 
     Faults that act on bytes still apply (``http_error`` and ``reset_before_headers`` replace
-    the response; ``delay_headers``, ``cut``, ``stall``, ``slow_dribble``, ``malformed_event``
-    and ``in_band_error`` act on the chunks); ``after_events`` counts chunks carrying a
-    ``data:`` line, since a recording's write boundaries need not match events.
+    the response, rendered in the request's dialect; ``delay_headers``, ``cut``, ``stall``,
+    ``slow_dribble``, ``malformed_event`` and ``in_band_error`` act on the chunks);
+    ``after_events`` counts chunks carrying a ``data:`` line, since a recording's write
+    boundaries need not match events. A recording is in one dialect (``replay.dialect``,
+    default ``openai_chat``): a request of another is a harness error, never foreign bytes.
     """
     name, p = step.fault_name, step.fault_params
     if name in ("http_error", "reset_before_headers"):
-        return make_plan(dataclasses.replace(step, replay=None, reply=None), request)
+        return make_plan(dataclasses.replace(step, replay=None, reply=None), request, dialect)
     rp = step.replay or {}
+    recorded = str(rp.get("dialect") or "openai_chat")
+    if recorded != dialect:
+        return harness_error_plan(
+            f"script step {step.index} replays a recording in dialect {recorded!r} "
+            f"and cannot answer a {dialect!r} request",
+            dialect,
+        )
     stream = bool(request.get("stream"))
     if name in STREAM_ONLY and not stream:
         name = None
@@ -395,6 +432,9 @@ def _replay_plan(step: Step, request: dict[str, Any]) -> Plan:
         chunks = [
             Chunk(c.data, float(p["interval"]) if i else 0.0, c.event) for i, c in enumerate(chunks)
         ]
+    elif name == "malformed_event" and dialect != "openai_chat":
+        bad = DIALECTS[dialect].malformed_frame(p.get("kind", "bad_json"))
+        chunks = chunks[:at] + [Chunk(bad, event=False)] + chunks[at:]
     elif name == "malformed_event":
         bad = (
             b'data: {"choices": [{"delta": \n\n'
@@ -402,6 +442,9 @@ def _replay_plan(step: Step, request: dict[str, Any]) -> Plan:
             else b'{"choices": []}\n\n'
         )
         chunks = chunks[:at] + [Chunk(bad, event=False)] + chunks[at:]
+    elif name == "in_band_error" and dialect != "openai_chat":
+        frame = DIALECTS[dialect].in_band_error_frame(p.get("error"), at, "fake-model")
+        chunks = chunks[:at] + [Chunk(frame)]
     elif name == "in_band_error":
         err = p.get("error") or {"message": "simulated in-band error", "type": "server_error"}
         chunks = chunks[:at] + [Chunk(oc.frame(json.dumps({"error": err})))]

@@ -30,6 +30,7 @@ __all__ = [
     "match_view",
     "count_tokens",
     "signature",
+    "marks",
 ]
 
 NAME = "anthropic_messages"
@@ -289,3 +290,37 @@ def match_view(body: dict[str, Any]) -> dict[str, Any]:
 def count_tokens(body: Any) -> int:
     """A deterministic estimate (about 4 characters a token) for ``/v1/messages/count_tokens``."""
     return max(1, len(json.dumps(body, ensure_ascii=False)) // 4)
+
+
+def marks(events: list[tuple[str, dict[str, Any]]]) -> list[tuple[int, ...] | None]:
+    """The content milestone each event delivers, in ``openai_chat.marks``' terms; None for
+    events that deliver none (``ping``, block starts and stops, ``signature_delta``)."""
+    out: list[tuple[int, ...] | None] = []
+    seen: dict[tuple[int, ...], int] = {}
+    tool = -1
+
+    def nth(key: tuple[int, ...]) -> int:
+        seen[key] = seen.get(key, -1) + 1
+        return seen[key]
+
+    for name, payload in events:
+        mark: tuple[int, ...] | None = None
+        if name == "message_start":
+            mark = (0,)
+        elif name == "content_block_start" and payload["content_block"]["type"] == "tool_use":
+            tool += 1
+            mark = (3, tool, 0)
+        elif name == "content_block_delta":
+            kind = payload["delta"]["type"]
+            if kind == "thinking_delta":
+                mark = (1, nth((1,)))
+            elif kind == "text_delta":
+                mark = (2, nth((2,)))
+            elif kind == "input_json_delta":
+                mark = (3, tool, 1, nth((3, tool)))
+        elif name == "message_delta":
+            mark = (4,)
+        elif name == "message_stop":
+            mark = (5,)
+        out.append(mark)
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["stream_payloads", "frame", "json_body", "error_body", "DONE"]
+__all__ = ["stream_payloads", "frame", "json_body", "error_body", "marks", "DONE"]
 
 DONE = "[DONE]"
 
@@ -134,3 +134,38 @@ def json_body(
 def error_body(message: str, type_: str = "server_error", code: Any = None) -> dict[str, Any]:
     """An OpenAI-shaped error body."""
     return {"error": {"message": message, "type": type_, "code": code}}
+
+
+def marks(payloads: list[str]) -> list[tuple[int, ...]]:
+    """The content milestone each streamed payload delivers (see ``fakes.plan``'s positions).
+
+    ``(0,)`` the start (role chunk), ``(1, k)`` reasoning piece k, ``(2, k)`` text piece k,
+    ``(3, i, 0)`` tool call i opened, ``(3, i, 1, k)`` its argument piece k, ``(4,)`` the finish
+    (or usage-only) chunk, ``(5,)`` ``[DONE]``. Tuples order as the reply unfolds.
+    """
+    out: list[tuple[int, ...]] = []
+    seen: dict[tuple[int, ...], int] = {}
+
+    def nth(key: tuple[int, ...]) -> int:
+        seen[key] = seen.get(key, -1) + 1
+        return seen[key]
+
+    for payload in payloads:
+        if payload == DONE:
+            out.append((5,))
+            continue
+        choices = json.loads(payload).get("choices") or [{}]
+        delta = choices[0].get("delta")
+        if choices[0].get("finish_reason") is not None or delta is None:
+            out.append((4,))
+        elif "role" in delta:
+            out.append((0,))
+        elif "reasoning_content" in delta:
+            out.append((1, nth((1,))))
+        elif "content" in delta:
+            out.append((2, nth((2,))))
+        else:
+            tc = delta["tool_calls"][0]
+            i = int(tc["index"])
+            out.append((3, i, 0) if "id" in tc else (3, i, 1, nth((3, i))))
+    return out

@@ -26,6 +26,7 @@ __all__ = [
     "malformed_frame",
     "check_request",
     "match_view",
+    "marks",
 ]
 
 NAME = "openai_responses"
@@ -291,3 +292,34 @@ def match_view(body: dict[str, Any]) -> dict[str, Any]:
         elif isinstance(item.get("output"), str):
             msgs.append({"role": "tool", "content": item["output"]})
     return {**body, "messages": msgs}
+
+
+def marks(events: list[tuple[str, dict[str, Any]]]) -> list[tuple[int, ...] | None]:
+    """The content milestone each event delivers, in ``openai_chat.marks``' terms; None for
+    events that deliver none. The terminal event counts as the finish: it is also the end of
+    the stream, which has no separate marker here."""
+    out: list[tuple[int, ...] | None] = []
+    seen: dict[tuple[int, ...], int] = {}
+    tool = -1
+
+    def nth(key: tuple[int, ...]) -> int:
+        seen[key] = seen.get(key, -1) + 1
+        return seen[key]
+
+    for name, payload in events:
+        mark: tuple[int, ...] | None = None
+        if name == "response.created":
+            mark = (0,)
+        elif name == "response.reasoning_summary_text.delta":
+            mark = (1, nth((1,)))
+        elif name == "response.output_text.delta":
+            mark = (2, nth((2,)))
+        elif name == "response.output_item.added" and payload["item"]["type"] == "function_call":
+            tool += 1
+            mark = (3, tool, 0)
+        elif name == "response.function_call_arguments.delta":
+            mark = (3, tool, 1, nth((3, tool)))
+        elif name in ("response.completed", "response.incomplete"):
+            mark = (4,)
+        out.append(mark)
+    return out

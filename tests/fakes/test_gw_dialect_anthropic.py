@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from gw_content import AFTER_EVENTS_FAULTS, before_fault, content, whole_frames
 from gw_wire import Got, scenario
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -252,7 +253,9 @@ def test_reset_before_headers(gateway_session, client):
 # -- faults inside the stream ---------------------------------------------------------------------
 
 
-def test_cut_after_events_counts_anthropic_events(gateway_session, client, gw):
+def test_cut_after_events_is_the_chat_point(gateway_session, client, gw):
+    # 4 chat events = role chunk + the 3 reasoning pieces: here the thinking block's 3 deltas,
+    # without its signature or stop.
     s = gateway_session(scenario({"reply": REPLY, "fault": {"cut": {"after_events": 4}}}))
     got = post(client, s)
     assert got.error is not None
@@ -261,10 +264,11 @@ def test_cut_after_events_counts_anthropic_events(gateway_session, client, gw):
         "message_start",
         "ping",
         "content_block_start",
-        "content_block_delta",
+        *["content_block_delta"] * 3,
     ]
+    assert "".join(d["delta"]["thinking"] for _, d in sse(got.body)[3:]) == REPLY["reasoning"]
     r = s.journal()["entries"][0]["response"]
-    assert r["end"] == "reset" and r["events_sent"] == 4 and r["cut_at_byte"] == len(got.body)
+    assert r["end"] == "reset" and r["events_sent"] == 6 and r["cut_at_byte"] == len(got.body)
 
 
 def test_cut_at_byte_close_stream_and_json(gateway_session, client):
@@ -291,7 +295,9 @@ def test_stall_with_keepalives_then_continues(gateway_session, client):
     )
     got = post(client, s)
     blocks = [b + b"\n\n" for b in full(TEXT).split(b"\n\n")[:-1]]
-    assert got.body == b"".join(blocks[:2]) + b": keep-alive\n\n" * 3 + b"".join(blocks[2:])
+    # 2 chat events (role, first text piece) = message_start, ping, the text block's start
+    # and first delta.
+    assert got.body == b"".join(blocks[:4]) + b": keep-alive\n\n" * 3 + b"".join(blocks[4:])
     r = s.journal()["entries"][0]["response"]
     assert r["t_end_ns"] - r["t_headers_ns"] >= 50e6 * 0.9  # 10 s x 0.005
 
@@ -351,10 +357,10 @@ def test_malformed_event_kinds(gateway_session, client):
     a, b = post(client, s), post(client, s)
     blocks = [x + b"\n\n" for x in full(TEXT).split(b"\n\n")[:-1]]
     bad = am.malformed_frame("bad_json")
-    assert a.body == b"".join(blocks[:3]) + bad + b"".join(blocks[3:])
-    assert sse(a.body)[3] == ("content_block_delta", '{"type": "content_block_delta", "delta": ')
+    assert a.body == b"".join(blocks[:5]) + bad + b"".join(blocks[5:])  # after 2 text deltas
+    assert sse(a.body)[5] == ("content_block_delta", '{"type": "content_block_delta", "delta": ')
     ev_b = sse(b.body)
-    assert ev_b[2] == (None, None) and b"data:" not in b.body.split(b"\n\n")[2]
+    assert ev_b[4] == (None, None) and b"data:" not in b.body.split(b"\n\n")[4]
     ra, rb = (e["response"] for e in s.journal()["entries"])
     assert ra["events_sent"] == len(blocks) and rb["events_sent"] == len(blocks)
 
@@ -377,8 +383,15 @@ def test_in_band_error_event_ends_the_stream(gateway_session, client, gw):
     got = post(client, s)
     assert got.status == 200 and got.error is None
     ev = sse(got.body)
-    assert names(got.body) == ["message_start", "ping", "content_block_start", "error"]
-    assert ev[3][1] == {
+    assert names(got.body) == [
+        "message_start",
+        "ping",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "error",
+    ]
+    assert ev[5][1] == {
         "type": "error",
         "error": {"type": "overloaded_error", "message": "Overloaded"},
     }
@@ -483,11 +496,12 @@ def test_cut_at_byte_sends_exact_prefix(reply, at, stream):
 
 @given(reply=replies, n=st.integers(0, 60))
 @settings(max_examples=60, deadline=None)
-def test_cut_after_events_sends_exactly_n_whole_events(reply, n):
+def test_cut_after_events_sends_whole_events(reply, n):
     step = Scenario.from_dict(scenario({"reply": reply, "fault": {"cut": {"after_events": n}}}))
     plan = make_plan(step.script[0], {"model": "m", "stream": True}, "anthropic_messages")
     frames = [am.frame(*e) for e in am.stream_events(reply, "m")]
-    assert [c.data for c in plan.chunks] == frames[:n]
+    assert [c.data for c in plan.chunks] == frames[: len(plan.chunks)]
+    assert plan.cut_at_byte == sum(len(c.data) for c in plan.chunks)
 
 
 sdk_replies = st.fixed_dictionaries(
@@ -528,3 +542,37 @@ def test_sdk_reads_any_content_back(fake_gateway, reply):
     assert [b.input for b in calls] == [
         json.loads(t["arguments"]) for t in reply.get("tool_calls", [])
     ]
+
+
+# -- dialect-neutral fault positions --------------------------------------------------------------
+
+
+def _same_point(reply: dict[str, Any], fault: str, n: int, dialect: str) -> None:
+    """The fault strikes where the chat rendering's does: same content, nothing more."""
+    mine = before_fault(reply, fault, n, dialect)
+    chat = before_fault(reply, fault, n, "openai_chat")
+    assert content(mine, dialect) == content(chat, "openai_chat", like=dialect), (fault, n)
+    if mine and n < len(whole_frames(reply, "openai_chat")):
+        # Right after the event completing that content: one event less delivers less.
+        assert content(mine[:-1], dialect) != content(mine, dialect), (fault, n)
+
+
+@pytest.mark.parametrize("fault", list(AFTER_EVENTS_FAULTS))
+def test_after_events_strikes_at_the_chat_point(fault):
+    whole = whole_frames(REPLY, "openai_chat")
+    for n in range(len(whole) + 2):
+        _same_point(REPLY, fault, n, "anthropic_messages")
+
+
+def test_after_events_positions_by_example():
+    # 3 chat events = role chunk + 2 reasoning pieces: the thinking block is open, 2 deltas in.
+    got = before_fault(REPLY, "cut", 3, "anthropic_messages")
+    assert [am.frame(*e) for e in am.stream_events(REPLY, "m")][:5] == got
+    assert before_fault(REPLY, "cut", 1, "anthropic_messages") == got[:1]  # message_start
+    assert before_fault(REPLY, "cut", 0, "anthropic_messages") == []
+
+
+@given(reply=replies, n=st.integers(0, 40), fault=st.sampled_from(list(AFTER_EVENTS_FAULTS)))
+@settings(max_examples=150, deadline=None)
+def test_after_events_strikes_at_the_chat_point_any_reply(reply, n, fault):
+    _same_point(reply, fault, n, "anthropic_messages")
