@@ -4,10 +4,11 @@
 Claude Code prints one JSON object per line:
 
 - ``system/init`` (session set-up): no event;
-- ``assistant``: one line per content block of a model message (several lines may share
-  ``message.id``); blocks are grouped per ``message.id`` into one ``message`` event with its
-  ``text``, ``reasoning`` (``thinking`` blocks) and ``tool_calls`` (``tool_use`` blocks, its own
-  tools). A message whose ``model`` is ``<synthetic>`` is not a model reply but Claude Code's own
+- ``assistant``: one line per content block of a model reply, each its own transcript entry
+  with its own ``uuid`` (as Claude Code keeps them): one ``message`` event per line, id the
+  ``uuid``, with its ``text``, ``reasoning`` (``thinking``) and ``tool_calls`` (``tool_use``, its
+  own tools). Lines are not merged by ``message.id``: two replies may share it (a server that
+  reuses ids), and merging would invent one message from two. A message whose ``model`` is ``<synthetic>`` is not a model reply but Claude Code's own
   display of an API error: it becomes an ``error`` event, typed only by the status it names;
 - ``system/api_retry`` (``attempt``, ``max_retries``, ``retry_delay_ms``, ``error_status``):
   a ``retry`` event (``attempt``, ``delay_s``, ``reason`` = the status or error it printed);
@@ -74,7 +75,7 @@ def _usage_event(usage: Any, prompt_key: str, completion_key: str) -> dict | Non
 def parse_claude_stream_json(stdout: str) -> list[dict]:
     """Claude Code stream-json lines -> events (see the module docstring)."""
     events: list[dict] = []
-    by_id: dict[str, dict] = {}
+    n = 0
     shown_error = False
     for v in _json_values(stdout):
         if not isinstance(v, dict):
@@ -104,13 +105,15 @@ def parse_claude_stream_json(stdout: str) -> list[dict]:
                 events.append(error_event(text, _status(text, _API_ERROR)))
                 shown_error = True
                 continue
-            mid = str(msg.get("id") or f"a{len(by_id)}")
-            cur = by_id.get(mid)
-            if cur is None:
-                cur = {"type": "message", "id": mid, "role": "assistant", "text": "",
-                       "tool_calls": []}  # fmt: skip
-                by_id[mid] = cur
-                events.append(cur)
+            cur: dict = {
+                "type": "message",
+                "id": str(v.get("uuid") or f"a{n}"),
+                "role": "assistant",
+                "text": "",
+                "tool_calls": [],
+            }
+            n += 1
+            events.append(cur)
             for c in content:
                 t = c.get("type")
                 if t == "text":
@@ -183,6 +186,8 @@ def parse_codex_json(stdout: str) -> list[dict]:
             u = _usage_event(v.get("usage"), "input_tokens", "output_tokens")
             if u is not None:
                 events.append(u)
+        elif kind == "turn.failed" and _same_error(events, v.get("error")):
+            continue  # the turn's end repeats the error line just printed: one error shown
         elif kind in ("turn.failed", "error"):
             err = v.get("error") if kind == "turn.failed" else v
             msg = str((err or {}).get("message", "") if isinstance(err, dict) else err)
@@ -201,11 +206,23 @@ def parse_codex_json(stdout: str) -> list[dict]:
             events.append(error_event(msg, _status(msg, _CODEX_STATUS)))
     if calls or reasoning:
         # Tool use or reasoning after the last answer: keep it visible as its own message.
-        ev = {"type": "message", "id": f"a{n}", "role": "assistant", "text": "", "tool_calls": calls}
+        ev = {
+            "type": "message",
+            "id": f"a{n}",
+            "role": "assistant",
+            "text": "",
+            "tool_calls": calls,
+        }
         if reasoning:
             ev["reasoning"] = "".join(reasoning)
         events.append(ev)
     return events
+
+
+def _same_error(events: list[dict], err: Any) -> bool:
+    msg = err.get("message") if isinstance(err, dict) else err
+    last = events[-1] if events else {}
+    return last.get("type") == "error" and last.get("message") == str(msg or "")[:2000]
 
 
 def parse(kind: str, stdout: str) -> list[dict]:
