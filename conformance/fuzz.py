@@ -169,7 +169,9 @@ def schedules(draw: st.DrawFn, max_steps: int = 5) -> dict[str, Any]:
         if fault is not None:
             step["fault"] = fault
             # A healthy tool reply served twice would run the same call id twice, legitimately.
-            step["times"] = draw(st.integers(1, 3))
+            # A length fault up to 6 times: 5 truncations in a row reach the continuation cap
+            # (TRN-04: one limit raise, 3 continuations, then an error).
+            step["times"] = draw(st.integers(1, 6 if "length" in fault else 3))
         script.append(step)
     scenario: dict[str, Any] = {
         "id": "fuzz",
