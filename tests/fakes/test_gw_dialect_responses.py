@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from gw_content import AFTER_EVENTS_FAULTS, before_fault, content, whole_frames
 from gw_wire import Got, scenario
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -233,13 +234,15 @@ def test_reset_before_headers(gateway_session, client):
 # -- faults inside the stream ---------------------------------------------------------------------
 
 
-def test_cut_after_events_counts_responses_events(gateway_session, client):
-    s = gateway_session(scenario({"reply": TEXT, "fault": {"cut": {"after_events": 5}}}))
+def test_cut_after_events_is_the_chat_point(gateway_session, client):
+    # 3 chat events = role chunk + 2 text pieces: here up to the second output_text.delta.
+    s = gateway_session(scenario({"reply": TEXT, "fault": {"cut": {"after_events": 3}}}))
     got = post(client, s)
     assert got.error is not None and full(TEXT).startswith(got.body)
-    assert names(got.body) == TEXT_EVENTS[:5]
+    assert names(got.body) == TEXT_EVENTS[:6]
+    assert "".join(d["delta"] for _, d in sse(got.body)[4:]) == TEXT["text"][:10]
     r = s.journal()["entries"][0]["response"]
-    assert r["end"] == "reset" and r["events_sent"] == 5 and r["cut_at_byte"] == len(got.body)
+    assert r["end"] == "reset" and r["events_sent"] == 6 and r["cut_at_byte"] == len(got.body)
 
 
 def test_cut_at_byte_close_stream_and_json(gateway_session, client):
@@ -265,7 +268,8 @@ def test_stall_with_keepalives_then_continues(gateway_session, client):
     )
     got = post(client, s)
     blocks = [b + b"\n\n" for b in full(TEXT).split(b"\n\n")[:-1]]
-    assert got.body == b"".join(blocks[:4]) + b": keep-alive\n\n" * 2 + b"".join(blocks[4:])
+    # 4 chat events (role, 3 text pieces) = created, in_progress, 2 added, 3 deltas.
+    assert got.body == b"".join(blocks[:7]) + b": keep-alive\n\n" * 2 + b"".join(blocks[7:])
     r = s.journal()["entries"][0]["response"]
     assert r["t_end_ns"] - r["t_headers_ns"] >= 50e6 * 0.9  # 10 s x 0.005
 
@@ -315,11 +319,12 @@ def test_malformed_event_kinds(gateway_session, client):
     )
     a, b = post(client, s), post(client, s)
     blocks = [x + b"\n\n" for x in full(TEXT).split(b"\n\n")[:-1]]
-    assert a.body == b"".join(blocks[:5]) + orr.malformed_frame("bad_json") + b"".join(blocks[5:])
-    assert sse(a.body)[5][0] == "response.output_text.delta"
-    assert isinstance(sse(a.body)[5][1], str)  # the data does not parse
-    assert sse(b.body)[2] == (None, None)
-    assert b.body.split(b"\n\n")[2] == b'{"type": "response.output_text.delta"}'
+    # After all 4 text deltas (5 chat events), and after the first (2 chat events).
+    assert a.body == b"".join(blocks[:8]) + orr.malformed_frame("bad_json") + b"".join(blocks[8:])
+    assert sse(a.body)[8][0] == "response.output_text.delta"
+    assert isinstance(sse(a.body)[8][1], str)  # the data does not parse
+    assert sse(b.body)[5] == (None, None)
+    assert b.body.split(b"\n\n")[5] == b'{"type": "response.output_text.delta"}'
 
 
 def test_in_band_error_is_response_failed(gateway_session, client, gw):
@@ -340,12 +345,12 @@ def test_in_band_error_is_response_failed(gateway_session, client, gw):
     got = post(client, s)
     assert got.status == 200 and got.error is None
     ev = sse(got.body)
-    assert names(got.body) == [*TEXT_EVENTS[:5], "response.failed"]
+    assert names(got.body) == [*TEXT_EVENTS[:8], "response.failed"]  # all 4 deltas sent
     failed = ev[-1][1]
-    assert failed["sequence_number"] == 5 and failed["response"]["status"] == "failed"
+    assert failed["sequence_number"] == 8 and failed["response"]["status"] == "failed"
     assert failed["response"]["error"] == {"code": "server_error", "message": "boom"}
     kinds = [e.type for e in sdk(gw, s).responses.create(**REQ, stream=True)]
-    assert kinds == ["response.created", "response.in_progress", "response.failed"]
+    assert kinds == [*TEXT_EVENTS[:5], "response.failed"]
 
 
 def test_length_is_response_incomplete(gateway_session, client):
@@ -437,11 +442,12 @@ def test_cut_at_byte_sends_exact_prefix(reply, at, stream):
 
 @given(reply=replies, n=st.integers(0, 80))
 @settings(max_examples=60, deadline=None)
-def test_cut_after_events_sends_exactly_n_whole_events(reply, n):
+def test_cut_after_events_sends_whole_events(reply, n):
     step = Scenario.from_dict(scenario({"reply": reply, "fault": {"cut": {"after_events": n}}}))
     plan = make_plan(step.script[0], {"model": "m", "stream": True}, "openai_responses")
     frames = [orr.frame(*e) for e in orr.stream_events(reply, "m")]
-    assert [c.data for c in plan.chunks] == frames[:n]
+    assert [c.data for c in plan.chunks] == frames[: len(plan.chunks)]
+    assert plan.cut_at_byte == sum(len(c.data) for c in plan.chunks)
 
 
 @given(reply=replies)
@@ -463,3 +469,46 @@ def test_sdk_reads_any_content_back(fake_gateway, reply):
     assert summaries == ([reply["reasoning"]] if reply["reasoning"] else [])
     calls = [(x.name, x.arguments) for x in r.output if x.type == "function_call"]
     assert calls == [(t["name"], t["arguments"]) for t in reply.get("tool_calls", [])]
+
+
+# -- dialect-neutral fault positions --------------------------------------------------------------
+
+
+def _same_point(reply: dict[str, Any], fault: str, n: int) -> None:
+    """The fault strikes where the chat rendering's does: same content, nothing more."""
+    mine = before_fault(reply, fault, n, "openai_responses")
+    chat = before_fault(reply, fault, n, "openai_chat")
+    theirs = content(chat, "openai_chat", like="openai_responses")
+    assert content(mine, "openai_responses") == theirs, (fault, n)
+    if mine and n < len(whole_frames(reply, "openai_chat")):
+        # Right after the event completing that content: one event less delivers less.
+        assert content(mine[:-1], "openai_responses") != theirs, (fault, n)
+
+
+@pytest.mark.parametrize("fault", list(AFTER_EVENTS_FAULTS))
+def test_after_events_strikes_at_the_chat_point(fault):
+    whole = whole_frames(REPLY, "openai_chat")
+    for n in range(len(whole) + 2):
+        _same_point(REPLY, fault, n)
+
+
+def test_after_events_positions_by_example():
+    frames = whole_frames(REPLY, "openai_responses")
+    # Role chunk only: response.created, not yet in_progress.
+    assert before_fault(REPLY, "stall", 1, "openai_responses") == frames[:1]
+    # Role + 3 reasoning pieces + 1 text piece: the message item is open, one delta in.
+    got = before_fault(REPLY, "malformed_event", 5, "openai_responses")
+    assert names(b"".join(got))[-3:] == [
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+    ]
+    # Everything but [DONE] in chat: the terminal event is both markers here, so all of it.
+    n = len(whole_frames(REPLY, "openai_chat")) - 1
+    assert before_fault(REPLY, "cut", n, "openai_responses") == frames
+
+
+@given(reply=replies, n=st.integers(0, 40), fault=st.sampled_from(list(AFTER_EVENTS_FAULTS)))
+@settings(max_examples=150, deadline=None)
+def test_after_events_strikes_at_the_chat_point_any_reply(reply, n, fault):
+    _same_point(reply, fault, n)
