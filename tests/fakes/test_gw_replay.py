@@ -115,3 +115,74 @@ def test_reply_and_replay_together_are_refused():
 def test_replay_chunks_must_be_strings():
     with pytest.raises(ScenarioError, match="chunks"):
         Scenario.from_dict(scenario({"replay": {"chunks": [1]}}))
+
+
+# -- a recording is in one dialect -----------------------------------------------------------------
+
+MSG_REQ = {"model": "m", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+RESP_REQ = {"model": "m", "input": "hi"}
+ANTHROPIC_CHUNKS = [
+    'event: message_start\ndata: {"type": "message_start", "message": {"id": "msg_r"}}\n\n',
+    'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, '
+    '"delta": {"type": "text_delta", "text": "Hi"}}\n\n',
+    'event: message_stop\ndata: {"type": "message_stop"}\n\n',
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "req", "recorded"),
+    [
+        ("/messages", MSG_REQ, None),
+        ("/responses", RESP_REQ, "openai_chat"),
+        (
+            "/chat/completions",
+            {"model": "m", "messages": [{"role": "user", "content": "x"}]},
+            "anthropic_messages",
+        ),
+    ],
+)
+def test_replay_of_another_dialect_is_a_harness_error(gateway_session, client, path, req, recorded):
+    rp = replay() if recorded is None else replay(dialect=recorded)
+    s = gateway_session(scenario({"replay": rp}))
+    r = client.post(s.base_url + path, json={**req, "stream": True})
+    assert r.status_code == 500 and b"upstream died" not in r.content and b"Hi" not in r.content
+    (e,) = s.journal()["entries"]
+    want = recorded or "openai_chat"
+    assert f"dialect {want!r}" in e["harness_error"] and "step 0" in e["harness_error"]
+    assert e["dialect"] in e["harness_error"] and e["response"]["status"] == 500
+    if path == "/messages":
+        assert r.json()["type"] == "error" and r.json()["error"]["type"] == "harness_error"
+    else:
+        assert r.json()["error"]["type"] == "harness_error"
+
+
+def test_replay_in_its_own_dialect_is_sent_byte_for_byte(gateway_session, client):
+    rp = replay(dialect="anthropic_messages", chunks=ANTHROPIC_CHUNKS)
+    s = gateway_session(scenario({"replay": rp}))
+    r = client.post(s.base_url + "/messages", json={**MSG_REQ, "stream": True})
+    assert r.status_code == 200 and r.content == "".join(ANTHROPIC_CHUNKS).encode()
+    (e,) = s.journal()["entries"]
+    assert e["harness_error"] is None and e["dialect"] == "anthropic_messages"
+
+
+def test_in_band_error_on_a_replay_speaks_its_dialect(gateway_session, client):
+    rp = replay(dialect="anthropic_messages", chunks=ANTHROPIC_CHUNKS)
+    fault = {"in_band_error": {"after_events": 2, "error": {"type": "api_error", "message": "x"}}}
+    s = gateway_session(scenario({"replay": rp, "fault": fault}))
+    r = client.post(s.base_url + "/messages", json={**MSG_REQ, "stream": True})
+    assert r.content == "".join(ANTHROPIC_CHUNKS[:2]).encode() + (
+        b'event: error\ndata: {"type": "error", "error": {"type": "api_error", "message": "x"}}\n\n'
+    )
+
+
+def test_http_error_on_a_replay_is_rendered_in_the_request_dialect(gateway_session, client):
+    # The fault replaces the recording, so any dialect can be answered: in its own shape.
+    s = gateway_session(scenario({"replay": replay(), "fault": {"http_error": {"status": 529}}}))
+    r = client.post(s.base_url + "/messages", json={**MSG_REQ, "stream": True})
+    assert r.status_code == 529 and r.json()["error"]["type"] == "overloaded_error"
+    assert s.journal()["entries"][0]["harness_error"] is None
+
+
+def test_replay_dialect_must_be_known():
+    with pytest.raises(ScenarioError, match="dialect"):
+        Scenario.from_dict(scenario({"replay": replay(dialect="gemini")}))
