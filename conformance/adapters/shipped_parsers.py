@@ -87,7 +87,9 @@ def parse_claude_stream_json(stdout: str) -> list[dict]:
             ev: dict = {
                 "type": "retry",
                 "attempt": int(v.get("attempt") or 0),
-                "delay_s": (delay_ms / 1000.0) if isinstance(delay_ms, (int, float)) else None,
+                "delay_s": round(delay_ms / 1000.0, 6)
+                if isinstance(delay_ms, (int, float))
+                else None,
                 "reason": str(reason),
             }
             if isinstance(v.get("max_retries"), int):
