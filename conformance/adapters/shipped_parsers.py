@@ -12,10 +12,13 @@ Claude Code prints one JSON object per line:
   display of an API error: it becomes an ``error`` event, typed only by the status it names;
 - ``system/api_retry`` (``attempt``, ``max_retries``, ``retry_delay_ms``, ``error_status``):
   a ``retry`` event (``attempt``, ``delay_s``, ``reason`` = the status or error it printed);
-- ``user`` lines carry results of its own tools: no event (the hosted tool endpoint never ran
-  them, so ``tool`` events would describe a host it did not use);
+- ``user`` lines marked ``isSynthetic`` are messages Claude Code wrote itself (e.g. its
+  continuation after an output-limit stop): a ``message`` with role ``user`` and ``meta: true``,
+  its text as printed. Other ``user`` lines carry results of its own tools: no event (the hosted
+  tool endpoint never ran them, so ``tool`` events would describe a host it did not use);
 - ``result``: its ``usage`` (``input_tokens``/``output_tokens``) becomes a ``usage`` event; an
-  ``is_error`` result becomes an ``error`` event unless a synthetic error message already did.
+  ``is_error`` result becomes an ``error`` event unless a synthetic error message already did,
+  typed by its ``api_error_status`` when it printed one.
 
 Codex prints one thread event per line: ``item.completed`` items of type ``agent_message``
 (``message``), ``reasoning`` (kept as the next message's ``reasoning``), ``command_execution`` /
@@ -126,6 +129,28 @@ def parse_claude_stream_json(stdout: str) -> list[dict]:
                     cur["tool_calls"].append(
                         _tool_call(c.get("id"), c.get("name"), c.get("input", {}))
                     )
+        elif kind == "user" and v.get("isSynthetic"):
+            content = (v.get("message") or {}).get("content")
+            if isinstance(content, str):
+                text = content
+            else:
+                text = "".join(
+                    str(c.get("text", ""))
+                    for c in content or []
+                    if isinstance(c, dict) and c.get("type") == "text"
+                )
+            if text:
+                events.append(
+                    {
+                        "type": "message",
+                        "id": str(v.get("uuid") or f"u{n}"),
+                        "role": "user",
+                        "text": text,
+                        "tool_calls": [],
+                        "meta": True,
+                    }
+                )
+                n += 1
         elif kind == "result":
             u = _usage_event(v.get("usage"), "input_tokens", "output_tokens")
             if u is not None:
@@ -135,7 +160,9 @@ def parse_claude_stream_json(stdout: str) -> list[dict]:
                 errs = v.get("errors")
                 if not v.get("result") and isinstance(errs, list) and errs:
                     text = "; ".join(map(str, errs))
-                events.append(error_event(text, _status(text, _API_ERROR)))
+                st = v.get("api_error_status")
+                st = st if isinstance(st, int) else _status(text, _API_ERROR)
+                events.append(error_event(text, st))
                 shown_error = True
     return events
 

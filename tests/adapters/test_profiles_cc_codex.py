@@ -413,3 +413,35 @@ def test_real_agent_answers_with_nothing_leaving(name, dialect, gateway):
     assert entry["outside_attempts"] == [], entry["outside_attempts"]
     assert all(j.get("dialect") == dialect for j in entry["journal"]["entries"])
     assert verdicts["ERR-05"]["verdict"] == "PASS"
+
+
+def test_claude_synthetic_user_line_is_a_meta_message_and_plain_user_lines_are_not():
+    cont = "Output token limit hit. Resume directly."
+    ev = parse_claude_stream_json(
+        _lines(
+            _assistant("u1", {"type": "text", "text": "Once upon a"}),
+            {"type": "user", "uuid": "u2", "isSynthetic": True,
+             "message": {"role": "user", "content": [{"type": "text", "text": cont}]}},
+            {"type": "user", "uuid": "u3",
+             "message": {"role": "user", "content": [{"type": "text", "text": "typed"}]}},
+        )
+    )  # fmt: skip
+    assert [(e["role"], e["text"], e.get("meta")) for e in ev] == [
+        ("assistant", "Once upon a", None),
+        ("user", cont, True),
+    ]
+
+
+def test_claude_error_result_typed_by_its_api_error_status():
+    ev = parse_claude_stream_json(
+        _lines(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": True,
+                "result": "Overloaded",
+                "api_error_status": 529,
+            }
+        )  # fmt: skip
+    )
+    assert [(e["kind"], e["status"]) for e in ev] == [("overloaded", 529)]
