@@ -3,15 +3,20 @@
 Levels: MUST (stated outright by the seeds), SHOULD (recommended; a failure is NON-STRICT),
 MAY (optional; needs a declared capability). ``capability`` names the adapter capability a
 criterion needs; an agent that does not declare it gets UNSUPPORTED for that criterion.
+``dialects`` names the wire dialects a criterion makes sense in (all three unless the behaviour
+exists in fewer); run in another, it is INFORMATIONAL.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Criterion", "CATALOGUE", "AREAS", "by_id", "LEVELS", "as_markdown"]
+__all__ = ["Criterion", "CATALOGUE", "AREAS", "by_id", "LEVELS", "DIALECTS", "as_markdown"]
 
 LEVELS = ("MUST", "SHOULD", "MAY")
+
+# The wire dialects the gateway speaks (the journal's names).
+DIALECTS = ("openai_chat", "anthropic_messages", "openai_responses")
 
 AREAS: dict[str, str] = {
     "RTY": "Request retry",
@@ -41,6 +46,7 @@ class Criterion:
     text: str
     source: str
     capability: str | None = None
+    dialects: tuple[str, ...] = DIALECTS
 
 
 _S000_RATE = "seed 000, 速率限制弹性"
@@ -813,8 +819,24 @@ _ROWS: tuple[tuple[str, str, str, str, str, str | None], ...] = (
     ),
 )
 
+# Criteria whose behaviour exists in fewer dialects than all, and why.
+_ONLY_IN: dict[str, tuple[str, ...]] = {
+    # A finish marker without the end-of-stream marker: chat's finish chunk without [DONE],
+    # Anthropic's message_delta without message_stop. The Responses terminal event is both.
+    "STR-13": ("openai_chat", "anthropic_messages"),
+}
+
 CATALOGUE: tuple[Criterion, ...] = tuple(
-    Criterion(id=i, level=lv, area=i.split("-")[0], title=t, text=x, source=s, capability=c)
+    Criterion(
+        id=i,
+        level=lv,
+        area=i.split("-")[0],
+        title=t,
+        text=x,
+        source=s,
+        capability=c,
+        dialects=_ONLY_IN.get(i, DIALECTS),
+    )
     for (i, lv, t, x, s, c) in _ROWS
 )
 
@@ -836,13 +858,23 @@ def as_markdown() -> str:
         "",
         "Generated from `conformance/catalogue.py`. MUST failures are FAIL; SHOULD and MAY "
         "failures are NON-STRICT; a criterion whose capability the agent does not declare is "
-        "UNSUPPORTED.",
+        "UNSUPPORTED. A criterion limited to some wire dialects (column *dialects*; `all` = "
+        + ", ".join(f"`{d}`" for d in DIALECTS)
+        + ") is INFORMATIONAL when the scenario is run in another.",
     ]
     for area, name in AREAS.items():
-        out += ["", f"## {area}: {name}", "", "| ID | level | capability | criterion | source |"]
-        out.append("|---|---|---|---|---|")
+        out += [
+            "",
+            f"## {area}: {name}",
+            "",
+            "| ID | level | capability | dialects | criterion | source |",
+            "|---|---|---|---|---|---|",
+        ]
         for c in CATALOGUE:
             if c.area == area:
                 text = f"**{c.title}.** {c.text}".replace("|", "\\|")
-                out.append(f"| {c.id} | {c.level} | {c.capability or '-'} | {text} | {c.source} |")
+                only = "all" if c.dialects == DIALECTS else ", ".join(f"`{d}`" for d in c.dialects)
+                out.append(
+                    f"| {c.id} | {c.level} | {c.capability or '-'} | {only} | {text} | {c.source} |"
+                )
     return "\n".join(out) + "\n"

@@ -168,6 +168,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
             "title": c.title,
             "source": c.source,
             "capability": c.capability,
+            "dialects": list(c.dialects),
             "scenarios": index.get(c.id, []),
         }
         for c in CATALOGUE

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import AREAS, CATALOGUE, LEVELS, by_id
+from conformance.catalogue import AREAS, CATALOGUE, DIALECTS, LEVELS, by_id
 
 INDEX = Path(__file__).with_name("criteria_index.md")
 _ROW = re.compile(r"^\|\s*([A-Z]{3}-\d{2})\s*\|\s*(MUST|SHOULD|MAY)\s*\|")
@@ -44,6 +44,8 @@ def test_criterion_fields(crit) -> None:
     assert "seed" in crit.source or "criteria.md" in crit.source
     if crit.level == "MAY":
         assert crit.capability, "a MAY criterion needs a capability to be UNSUPPORTED without"
+    assert crit.dialects and set(crit.dialects) <= set(DIALECTS)
+    assert len(set(crit.dialects)) == len(crit.dialects)
 
 
 def test_by_id() -> None:
@@ -57,3 +59,33 @@ def test_docs_page_is_in_sync() -> None:
 
     page = Path(__file__).resolve().parents[2] / "docs" / "criteria.md"
     assert page.read_text(encoding="utf-8") == as_markdown(), "regenerate docs/criteria.md"
+
+
+def test_dialect_limited_criteria() -> None:
+    # The Responses terminal event is both finish marker and end of stream: no "finish without
+    # [DONE]" there. Everything else is judged in every dialect.
+    assert by_id("STR-13").dialects == ("openai_chat", "anthropic_messages")
+    limited = {c.id for c in CATALOGUE if c.dialects != DIALECTS}
+    assert limited == {"STR-13"}
+    assert by_id("STR-08").dialects == DIALECTS  # a missing finish marker exists everywhere
+
+
+def test_docs_page_shows_dialects() -> None:
+    from conformance.catalogue import as_markdown
+
+    page = as_markdown()
+    assert "| ID | level | capability | dialects | criterion | source |" in page
+    row = next(ln for ln in page.splitlines() if ln.startswith("| STR-13 |"))
+    assert "`openai_chat`, `anthropic_messages`" in row and "openai_responses" not in row
+    assert next(ln for ln in page.splitlines() if ln.startswith("| STR-08 |")).count("| all |")
+
+
+def test_list_json_carries_dialects(capsys) -> None:
+    import json
+
+    from conformance.cli import main
+
+    assert main(["list", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["STR-13"]["dialects"] == ["openai_chat", "anthropic_messages"]
+    assert rows["RTY-01"]["dialects"] == list(DIALECTS)
