@@ -208,3 +208,79 @@ def test_the_agent_version_is_the_agents_own(gateway):
     agent = agent_results("reference", "reference", {"tools"}, [run])
     assert agent["version"] == HELLO["version"]
     assert agent_results("x", "x", set(), [({"events": []}, {})])["version"] is None
+
+
+# --- wire dialects ----------------------------------------------------------------------------
+
+DIALECT_SCENARIOS = [
+    CRITERIA / "str" / "str-01-cut-mid-text-reset.yaml",
+    CRITERIA / "rty" / "rty-01-retry-after-seconds.yaml",
+    CRITERIA / "str" / "str-15-in-band-error.yaml",
+    CRITERIA / "rsn" / "rsn-01-reasoning-only-length.yaml",
+]
+
+
+@pytest.mark.parametrize("dialect", ["anthropic_messages", "openai_responses"])
+def test_run_with_dialect_passes_and_records_it(tmp_path, dialect):
+    results = tmp_path / "results.json"
+    words = ["run", "-q", "--dialect", dialect, "--results", str(results)]
+    for path in DIALECT_SCENARIOS:
+        words += ["--scenario", str(path)]
+    rc = main([*words, "--report-dir", str(tmp_path / "report")])
+    doc = json.loads(results.read_text(encoding="utf-8"))
+    validate_results(doc)
+    assert doc["run"]["dialect"] == dialect
+    agent = doc["agents"][0]
+    for cid in ("STR-01", "RTY-01", "STR-15", "RSN-01"):
+        assert agent["criteria"][cid]["verdict"] == "PASS", (cid, agent["criteria"][cid])
+    assert rc == 0
+    # Every request went to this dialect's endpoint, and the rerun line names the dialect.
+    for sc in agent["scenarios"]:
+        assert {e.get("dialect") for e in sc["journal"]["entries"]} == {dialect}
+        assert f"--dialect {dialect} " in sc["rerun"]
+
+
+def test_the_start_message_carries_the_dialect_only_when_not_chat(gateway):
+    sc = load_scenario(CRITERIA / "str" / "str-09-healthy-stream.yaml")
+    agent = _RecordingAdapter({"dialect:openai_responses"})
+    run_scenario(gateway, agent, sc, dialect="openai_responses")
+    run_scenario(gateway, agent, sc)
+    assert agent.requests[0].start["dialect"] == "openai_responses"
+    assert "dialect" not in agent.requests[1].start  # absent means openai_chat
+
+
+def test_an_agent_without_the_dialect_capability_is_unsupported(gateway):
+    sc = load_scenario(CRITERIA / "str" / "str-09-healthy-stream.yaml")
+    agent = _RecordingAdapter({"tools", "time_scale"})
+    entry, verdicts = run_scenario(gateway, agent, sc, dialect="anthropic_messages")
+    assert not agent.requests  # never started
+    assert entry["status"] == "unsupported"
+    assert "dialect:anthropic_messages" in entry["error"]
+    assert verdicts and {v["verdict"] for v in verdicts.values()} == {"UNSUPPORTED"}
+    v = next(iter(verdicts.values()))
+    assert v["expected"] == "capability dialect:anthropic_messages"
+    assert "anthropic_messages dialect" in v["observed"]
+    # The same agent in the default dialect is run.
+    run_scenario(gateway, agent, sc)
+    assert len(agent.requests) == 1
+
+
+def test_a_criterion_limited_to_other_dialects_is_informational(gateway, monkeypatch):
+    import dataclasses
+
+    from conformance import runner
+
+    real = runner.by_id
+
+    def limited(cid):
+        # As the catalogue marks a criterion that applies only in some dialects.
+        crit = real(cid)
+        return dataclasses.replace(crit, dialects=("openai_chat",)) if cid == "STR-09" else crit
+
+    monkeypatch.setattr(runner, "by_id", limited)
+    sc = load_scenario(CRITERIA / "str" / "str-09-healthy-stream.yaml")
+    _, verdicts = run_scenario(gateway, ReferenceAdapter(), sc, dialect="openai_responses")
+    assert verdicts["STR-09"]["verdict"] == "INFORMATIONAL"
+    assert "not applicable in this dialect" in verdicts["STR-09"]["observed"]
+    _, chat = run_scenario(gateway, ReferenceAdapter(), sc)
+    assert chat["STR-09"]["verdict"] == "PASS"
