@@ -184,12 +184,12 @@ class Behaviours:
     idle_watchdog: bool = True
     history_repair: bool = True
     model_fallback: bool = True
-    context_recovery: bool = True
+    context_recovery: bool = True  # CTX-01: one reactive compaction on prompt too long
+    window_correction: bool = True  # RTY-11: a window overflow lowers max_tokens once
     loop_detection: bool = True
     credential_refresh: bool = True  # RTY-10: an expired-credential 401 refreshes once
     background_tools: bool = True  # TRN-10: run_in_background calls are not waited for
     media_stripping: bool = True  # CTX-05: media too large -> resend without media once
-    proactive_compaction: bool = True  # LOP-05: compact when usage nears the context window
     compaction_breaker: bool = True  # LOP-05: 3 failed compactions in a row stop compacting
     # Broken copies for the fuzzer: off = a classic agent bug.
     bound_continuations: bool = True  # off: the continuation never stops (TRN-04)
@@ -511,6 +511,11 @@ class TurnCore:
         self._out.append(ShowError(kind, message))
         self._end("error")
 
+    def _leak(self, kind: str, message: str) -> None:
+        """Broken copy (``withhold_errors`` off): a failure about to be recovered is shown."""
+        if not self.b.withhold_errors:
+            self._out.append(ShowError(kind, message))
+
     def _end(self, reason: str) -> None:
         if reason != "aborted" and (self.usage["prompt_tokens"] or self.usage["completion_tokens"]):
             self._out.append(ReportUsage(**self.usage))
@@ -720,6 +725,7 @@ class TurnCore:
             self._step_failed("stream", f"The response stream failed: {why}", "")
             return
         self._fallback_why = f"stream failed ({why})"
+        self._leak("server", f"The response stream failed: {why}")
         self._start_mode(False)
 
     def _on_full_body(self, text: str) -> None:
@@ -770,6 +776,7 @@ class TurnCore:
         ):
             # RTY-10: refresh the credentials once, resend the identical request at once.
             self._refreshed = True
+            self._leak("auth", text)
             self._out.append(RefreshCredentials())
             self._send()
             return
@@ -781,6 +788,7 @@ class TurnCore:
         ):
             # CTX-05: resend once without the media parts (kept out of later steps too).
             self._media_stripped = True
+            self._leak("media_too_large", text)
             self.messages = strip_media(self.messages)
             self._body = {**self._body, "messages": strip_media(self._body["messages"])}
             self._send()
@@ -821,8 +829,7 @@ class TurnCore:
                 and (status is None or status in retry.RETRYABLE_STATUSES or status >= 500),
             )
             return
-        if not self.b.withhold_errors:
-            self._out.append(ShowError(d.kind, d.reason))
+        self._leak(d.kind, d.reason)
         self._retries += 1
         self._out.append(NoteRetry(self._retries, d.delay_s, d.reason))
         self._wait_timer = self._start_timer(d.delay_s or 0.0, "wait")
@@ -841,7 +848,7 @@ class TurnCore:
         self._step_failed(kind, message, body)
 
     def _step_failed(self, kind: str, message: str, body: str) -> None:
-        fixed = corrected_max_tokens(body) if self.b.context_recovery else None
+        fixed = corrected_max_tokens(body) if self.b.window_correction else None
         if fixed is not None and fixed < self.max_tokens and not self._lowered:
             self.max_tokens, self._lowered = fixed, True
             self._next_step()
@@ -893,7 +900,7 @@ class TurnCore:
             used = _int(reply.usage.get("prompt_tokens")) + _int(
                 reply.usage.get("completion_tokens")
             )
-            if self.b.proactive_compaction and used >= COMPACT_AT * self.context_window:
+            if used >= COMPACT_AT * self.context_window:
                 self._compact_due = True
         if self.b.loop_detection and self._repeated(reply.content):
             # LOP-06, sent with the next request; a system note, as it is no user progress.

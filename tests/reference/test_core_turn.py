@@ -1064,3 +1064,33 @@ def test_CTL_01_broken_copy_retries_after_an_abort():
     assert d.core.phase is Phase.WAIT
     d.fire()
     assert len(d.sends) == 3 and d.end is None
+
+
+WINDOW_400 = (
+    "This model's maximum context length is 10000 tokens. However, you requested 9000 in the "
+    "messages"
+)
+
+
+def test_RTY_11_switches_are_narrow_window_correction_vs_compaction():
+    d = Drive(Behaviours(window_correction=False))
+    d.status(400, body=WINDOW_400)
+    assert len(d.sends) == 1 and d.end == EndTurn("error")
+    d = Drive(Behaviours(context_recovery=False))  # compaction off: the window is still fixed
+    d.status(400, body=WINDOW_400)
+    assert d.sends[-1].body["max_tokens"] == 10000 - 9000 - 16
+    d = Drive(Behaviours(window_correction=False))  # window fix off: compaction still happens
+    d.status(400, body=OVERFLOW)
+    assert d.of(SendRequest)[-1].purpose == "compact"
+
+
+def test_ERR_02_switch_off_shows_the_recovered_stream_failure_too():
+    d = Drive(Behaviours(withhold_errors=False))
+    d.stream(delta_event("half"), fail="reset")
+    assert [e.kind for e in d.of(ShowError)] == ["server"]
+    d.full("fine")
+    assert d.end == EndTurn("completed")
+    d = Drive()
+    d.stream(delta_event("half"), fail="reset")
+    d.full("fine")
+    assert not d.of(ShowError)
