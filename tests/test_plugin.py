@@ -296,3 +296,31 @@ def test_a_bad_scenario_is_a_collection_error_naming_file_and_line(tmp_path):
     proc = pytest_run(tmp_path, "--conformance", bad)
     assert proc.returncode == 2, proc.stdout  # pytest: interrupted by a collection error
     assert f"{bad}:5: script[0].reply" in proc.stdout
+
+
+def test_plugin_dialect_option_serves_and_records_the_dialect(tmp_path, one_shot):
+    results = tmp_path / "r.json"
+    proc = pytest_run(
+        tmp_path,
+        "--conformance",
+        "--conformance-dialect",
+        "openai_responses",
+        "--conformance-results",
+        results,
+        "--conformance-agent",
+        "reference",
+        "--conformance-agent",
+        one_shot,  # declares no dialect capability
+        RTY01,
+    )
+    doc = json.loads(results.read_text(encoding="utf-8"))
+    validate_results(doc)
+    assert doc["run"]["dialect"] == "openai_responses"
+    got = verdicts(doc)
+    assert got["reference"]["RTY-01"] == "PASS", proc.stdout[-2000:]
+    one = next(a for a in doc["agents"] if a["name"] != "reference")
+    assert {c["verdict"] for c in one["criteria"].values()} == {"UNSUPPORTED"}
+    ref = next(a for a in doc["agents"] if a["name"] == "reference")
+    entries = ref["scenarios"][0]["journal"]["entries"]
+    assert {e["dialect"] for e in entries} == {"openai_responses"}
+    assert "--dialect openai_responses" in ref["scenarios"][0]["rerun"]
