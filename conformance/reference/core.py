@@ -713,11 +713,13 @@ class TurnCore:
     def _stream_failed(self, why: str) -> None:
         """The streaming body failed after the headers: withdraw, then fall back or surface."""
         attempt = self._close_attempt(cancel=True)
-        if not self.b.discard_failed_tool_calls and attempt.reply.tool_calls:
-            # Broken copy: the failed attempt's tool calls are taken as if the reply had ended.
-            attempt.reply.finish_reason = attempt.reply.finish_reason or "tool_calls"
-            self._got_reply(attempt.reply)
-            return
+        if not self.b.discard_failed_tool_calls:
+            # Broken copy: what the failed stream parsed is run (cut JSON repaired where it can
+            # be), unawaited; recovery then goes on as usual.
+            for c in attempt.reply.tool_calls:
+                fn = c.get("function") or {}
+                cid, name = str(c.get("id", "")), str(fn.get("name", ""))
+                self._out.append(RunTool(cid, name, fn.get("arguments") or "{}", True))
         msg_id = attempt.reply.msg_id
         if msg_id is not None and self.b.remove_partial_messages:
             self._out.append(RemoveMessage(msg_id))

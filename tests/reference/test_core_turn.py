@@ -1050,7 +1050,8 @@ def test_TRN_04_broken_copy_bound_continuations_off_never_stops():
 def test_STR_03_broken_copy_runs_the_tool_calls_of_a_failed_stream():
     d = Drive(Behaviours(discard_failed_tool_calls=False))
     d.stream(delta_event(calls=[call()]), fail="cut")
-    assert [r.call_id for r in d.of(RunTool)] == ["c1"]
+    assert [(r.call_id, r.truncated) for r in d.of(RunTool)] == [("c1", True)]
+    assert d.sends[-1].body["stream"] is False and d.of(RemoveMessage)  # recovery as usual
 
 
 def test_CTL_01_broken_copy_retries_after_an_abort():
