@@ -122,6 +122,7 @@ _SCHEMA: dict[str, Any] = {
         "output": {"enum": list(PARSERS)},
         "telemetry": {"type": "string"},
         "dialect": {"enum": list(DIALECTS)},
+        "min_deadline_s": {"type": "number", "minimum": 0},
     },
 }
 
@@ -146,6 +147,9 @@ class Profile:
     description: str = ""
     telemetry: str = ""
     dialect: str = "openai_chat"
+    # Real seconds a run gets at least: an agent that cannot scale its waits needs its own
+    # retry budget (scenario deadlines are written for scaled time).
+    min_deadline_s: float = 0.0
 
     @property
     def package(self) -> str:
@@ -268,6 +272,7 @@ def load_profile(spec: str | Path) -> Profile:
         description=data.get("description", ""),
         telemetry=data.get("telemetry", ""),
         dialect=data.get("dialect", "openai_chat"),
+        min_deadline_s=float(data.get("min_deadline_s", 0.0)),
     )
 
 
@@ -618,7 +623,8 @@ class ShippedAdapter:
             for t in readers:
                 t.start()
             try:
-                rc = _wait(proc, req)
+                limit = max(req.deadline_s, self.profile.min_deadline_s)
+                rc = _wait(proc, req, limit)
             finally:
                 # Also on Ctrl-C / SIGTERM: no agent (nor its children) outlives the run.
                 kill_group(proc)
@@ -628,7 +634,15 @@ class ShippedAdapter:
             stdout = out.decode("utf-8", errors="replace")
             if rc is None:
                 status = "timeout"
-                error = f"the agent did not exit within {req.deadline_s:g} s (process group killed)"
+                error = f"the agent did not exit within {limit:g} s (process group killed)"
+                # What it printed before the kill stays in the results (no turn_end: it never
+                # ended its turn).
+                try:
+                    for e in parse_output(self.profile.output, stdout):
+                        e["t_ns"] = time.monotonic_ns()
+                        events.append(e)
+                except ValueError:
+                    pass
             else:
                 parsed = parse_output(self.profile.output, stdout)
                 for e in parsed:
@@ -689,9 +703,9 @@ def _port_of(base_url: str) -> int | None:
     return parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def _wait(proc: subprocess.Popen, req: RunRequest) -> int | None:
+def _wait(proc: subprocess.Popen, req: RunRequest, limit: float | None = None) -> int | None:
     """The exit status, or None once the run's wall-clock deadline has passed."""
-    deadline = time.monotonic() + req.deadline_s
+    deadline = time.monotonic() + (req.deadline_s if limit is None else limit)
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -445,3 +445,66 @@ def test_claude_error_result_typed_by_its_api_error_status():
         )  # fmt: skip
     )
     assert [(e["kind"], e["status"]) for e in ev] == [("overloaded", 529)]
+
+
+# -- min_deadline_s: a real-time agent's own retry budget -------------------------------------------
+
+SLOW_PROFILE = """\
+name: slow
+install: {{npm: "slow-agent@1.0.0", bin: slow}}
+command: ["{bin}"]
+output: claude-stream-json
+dialect: anthropic_messages
+"""
+
+SLOW_AGENT = """
+import time
+print(json.dumps({"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 10,
+                  "retry_delay_ms": 500, "error_status": 529}), flush=True)
+time.sleep(float(os.environ.get("SLOW_S", "1.5")))
+print(json.dumps({"type": "assistant", "uuid": "u1", "message": {"model": "m",
+                  "content": [{"type": "text", "text": "late"}]}}), flush=True)
+"""
+
+
+def _slow(tmp_path: Path, extra: str = "") -> ShippedAdapter:
+    prof = tmp_path / "slow.yaml"
+    prof.write_text(SLOW_PROFILE.format(bin="{bin}") + extra)
+    return ShippedAdapter(prof, bin_path=_fake(tmp_path, SLOW_AGENT))
+
+
+def _req(tmp_path: Path, deadline_s: float):
+    from conformance.adapters import RunRequest
+
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    start = {"prompt": "hi", "model": "m", "dialect": "anthropic_messages"}
+    return RunRequest(start, "http://127.0.0.1:9/s/x/v1", "sk-x", None, work, deadline_s)
+
+
+def test_without_min_deadline_a_slow_agent_times_out_keeping_what_it_printed(tmp_path):
+    out = _slow(tmp_path).run(_req(tmp_path, 0.5))
+    assert out.status == "timeout" and "0.5 s" in out.error
+    assert [e["type"] for e in out.events] == ["hello", "retry"]  # no turn_end: it never ended
+
+
+def test_min_deadline_gives_a_real_time_agent_its_retry_budget(tmp_path):
+    out = _slow(tmp_path, "min_deadline_s: 30\n").run(_req(tmp_path, 0.5))
+    assert out.status == "ran", out.error
+    assert [e["type"] for e in out.events] == ["hello", "retry", "message", "turn_end"]
+
+
+def test_min_deadline_must_be_a_non_negative_number(tmp_path):
+    from conformance.adapters.shipped import ProfileError
+
+    prof = tmp_path / "slow.yaml"
+    prof.write_text(SLOW_PROFILE.format(bin="{bin}") + "min_deadline_s: -1\n")
+    with pytest.raises(ProfileError, match=r"slow.yaml:6: min_deadline_s"):
+        load_profile(prof)
+
+
+def test_claude_profiles_cover_its_retry_budget():
+    # 10 retries, 0.5 s doubling, 32 s cap, +25 % jitter: 159.5 s nominal, under 200 s.
+    nominal = sum(min(0.5 * 2**i, 32) for i in range(10))
+    for n in CLAUDE:
+        assert load_profile(n).min_deadline_s >= nominal * 1.25
