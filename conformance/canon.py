@@ -773,6 +773,22 @@ def chat_sent(sent: str, dialect: str, stream: bool, status: int | None = 200) -
 _INJECTED = ("malformed_event", "in_band_error")
 
 
+def _injected_block(sent: str, fault: str) -> int:
+    """Index of the gateway's injected block: an in-band error ends the stream; a malformed
+    event is the first block without JSON data (the gateway's own events all carry it)."""
+    blocks, _ = _sse_blocks(sent)
+    if fault == "malformed_event":
+        for i, block in enumerate(blocks):
+            data = _parse_block(block)[1]
+            if data is None:
+                return i
+            try:
+                json.loads(data)
+            except json.JSONDecodeError:
+                return i
+    return max(len(blocks) - 1, 0)
+
+
 def canonical_entry(entry: dict[str, Any]) -> dict[str, Any]:
     """The chat-completions view of one journal entry (the entry itself when already chat)."""
     dialect = entry.get("dialect")
@@ -796,9 +812,10 @@ def canonical_entry(entry: dict[str, Any]) -> dict[str, Any]:
             r["sent"], raw["dropped"] = text, tail
             params = entry.get("fault_params")
             if entry.get("fault") in _INJECTED and isinstance(params, dict) and before:
-                # The injected frame's position, counted in the dialect's events, re-counted in
-                # the chat frames written before it (evidence._injected_after_done reads it).
-                n = min(int(params.get("after_events", 0)), len(before) - 1)
+                # The injected frame's position re-counted in the chat frames written before it
+                # (evidence._injected_after_done reads it). ``after_events`` is a neutral point
+                # of the reply, not an index into this dialect's events: find the frame itself.
+                n = min(_injected_block(sent, str(entry.get("fault"))), len(before) - 1)
                 raw["fault_params"] = params
                 out["fault_params"] = {**params, "after_events": before[n]}
         else:

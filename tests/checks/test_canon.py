@@ -172,6 +172,19 @@ SAME = {
         "reply": TEXT,
         "fault": {"malformed_event": {"after_events": 1000, "kind": "bad_json"}},
     },
+    # Right after [DONE] in chat (role, 6 text pieces, finish, [DONE]): after the end in all.
+    "in_band_error_right_after_end": {
+        "reply": TEXT,
+        "fault": {"in_band_error": {"after_events": 9, "error": ERR}},
+    },
+    "malformed_right_after_end": {
+        "reply": TEXT,
+        "fault": {"malformed_event": {"after_events": 9, "kind": "missing_data"}},
+    },
+    "malformed_mid_text": {
+        "reply": TEXT,
+        "fault": {"malformed_event": {"after_events": 3, "kind": "bad_json"}},
+    },
     "end_without_finish": {"reply": TEXT, "fault": {"end_without_finish": {}}},
     "http_429_retry_after": {
         "reply": TEXT,
@@ -295,8 +308,8 @@ def test_end_without_finish_but_done(gw: SyncGateway) -> None:
     assert chat["failed"] and ant["failed"] and resp["failed"]
 
 
-def test_replayed_chat_bytes_pass_through(gw: SyncGateway) -> None:
-    """A replay step sends its recorded (chat) bytes whatever the endpoint: kept as they are."""
+def test_replayed_chat_bytes_at_another_endpoint_are_a_harness_error(gw: SyncGateway) -> None:
+    """A replay step answers only its recorded dialect: elsewhere a harness error, no bytes."""
     chunks = [
         'data: {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}'
         "\n\n",
@@ -306,6 +319,24 @@ def test_replayed_chat_bytes_pass_through(gw: SyncGateway) -> None:
     with httpx.Client(timeout=5) as c:
         send(c, s, ANT, user_body(ANT, "hi", True))
     raw = settled(s, 1)["entries"][0]
+    assert raw["harness_error"] and raw["response"]["status"] == 500
+    v = view(canonical_entry(raw))
+    assert v["failed"] and v["text"] == ""
+
+
+def test_chat_shaped_frames_pass_through() -> None:
+    """Chat-shaped frames in another dialect's entry (a foreign recording) are kept as they are."""
+    sent = (
+        'data: {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}'
+        "\n\ndata: [DONE]\n\n"
+    )
+    raw = {
+        "seq": 0,
+        "kind": "chat",
+        "dialect": ANT,
+        "body": user_body(ANT, "hi", True),
+        "response": {"status": 200, "stream": True, "sent": sent, "end": "complete"},
+    }
     v = view(canonical_entry(raw))
     assert (v["text"], v["finish"], v["done"], v["failed"]) == ("hi", "stop", True, False)
 
@@ -719,15 +750,13 @@ def test_mfb04_credentials_each_dialect(gw: SyncGateway, dialect: str) -> None:
 # --- every check, same naive client, three dialects: the verdicts agree ----------------------
 
 # Where a verdict may differ, and why (the dialect's wire, not the canonical view):
-# - `after_events` counts the dialect's own events (message_start and ping, or response.created
-#   and response.in_progress, come first), so a fault after 3 events lands before any content
-#   in those dialects: the stream broke empty (STR-07 judged) or ended empty (RSN-03 judged).
 # - Responses has one terminal event for finish and end of stream: no finish without [DONE].
-_EMPTY_BREAK = {ANT: {"STR-07"}, RESP: {"STR-07"}}
+# Faults placed by `after_events` strike at the same point of the reply in every dialect (the
+# cut / in-band scenarios below once broke before any content outside chat): they agree.
 DIVERGE: dict[str, dict[str, set[str]]] = {
-    "str-01-cut-mid-reasoning.yaml": _EMPTY_BREAK,
-    "str-01-cut-mid-text-close.yaml": _EMPTY_BREAK,
-    "str-15-in-band-error.yaml": {ANT: {"STR-07", "RSN-03"}, RESP: {"STR-07", "RSN-03"}},
+    "str-01-cut-mid-reasoning.yaml": {},
+    "str-01-cut-mid-text-close.yaml": {},
+    "str-15-in-band-error.yaml": {},
     "str-13-finish-without-done.yaml": {RESP: {"STR-13"}},
 }
 # Run at time scale 1 so that the naive client's immediate resends are judged the same way
