@@ -13,6 +13,11 @@ before anything more is read. Cancel actions cancel those tasks. Once the abort 
 core is fed ``Aborted`` instead of anything else, and a request task checks the flag before it
 connects, so nothing is sent after an abort. On ``EndTurn``, an abort, or a bug (shown as an
 error), every task still running is cancelled and exactly one ``turn_end`` is emitted.
+
+Wire dialects: the core speaks chat completions. ``start.dialect`` (default ``openai_chat``)
+picks a codec (``_wire_*.py``) that renders each request body for its endpoint and turns each
+server-sent event, and each 200 JSON body, back into chat chunks / a chat body before the core
+sees them; error bodies pass unchanged.
 """
 
 from __future__ import annotations
