@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Callable
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
@@ -20,7 +19,6 @@ __all__ = ["CHECKS", "WireReply", "broke_after_headers", "same_request", "wire_r
 MID_STREAM_FAULTS = frozenset(
     {"cut", "stall", "end_without_finish", "malformed_event", "in_band_error"}
 )
-_TOOL_ID = re.compile(r'"id"\s*:\s*"(call[^"]*)"')
 
 
 def broke_after_headers(entry: dict, faults: frozenset[str] = MID_STREAM_FAULTS) -> bool:
@@ -116,12 +114,12 @@ def check_str_03(ev: Evidence) -> Finding:
     for i, e in enumerate(chat):
         if not broke_after_headers(e):
             continue
-        ids = set(_TOOL_ID.findall((e.get("response") or {}).get("sent") or ""))
+        ids = _call_ids(e)
         if not ids:
             continue
         judged += 1
         good = next((x for x in chat[i + 1 :] if not is_failed(x)), None)
-        good_ids = set(_TOOL_ID.findall(((good or {}).get("response") or {}).get("sent") or ""))
+        good_ids = _call_ids(good) if good else set()
         good_end = Evidence.end_ns(good) if good else None
         for t in tools:
             # Only executions after the failed attempt can come from it (an id may recur).
@@ -241,6 +239,12 @@ def wire_reply(entry: dict) -> WireReply:
             _absorb(r, json.loads(sent), calls)
     r.tool_calls = [calls[i] for i in sorted(calls)]
     return r
+
+
+def _call_ids(entry: dict) -> set[str]:
+    """The tool-call ids a response carried, whatever their form (``call_``, ``toolu_``, ...):
+    read from the parsed reply, as an agent would, not matched by a pattern."""
+    return {c["id"] for c in wire_reply(entry).tool_calls if c["id"]}
 
 
 def same_request(a: dict, b: dict) -> bool:

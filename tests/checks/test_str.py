@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from conformance.checks import run_check
 from tests.checks.synth import Journal
 
@@ -94,8 +96,12 @@ def _tool(j: Journal, call_id: str, t_ns: int) -> None:
 def test_str03_pass_tool_runs_only_from_fallback() -> None:
     j = Journal()
     broken(j, "cut", TOOL_SSE)
-    fb = j.chat(200, body=PLAIN)
-    fb["response"]["sent"] = '{"tool_calls":[{"id":"call_1"}]}'
+    fb = j.chat(200, stream=False, body=PLAIN)
+    fb["response"]["sent"] = (
+        '{"choices":[{"index":0,"message":{"role":"assistant","content":"",'
+        '"tool_calls":[{"id":"call_1","type":"function",'
+        '"function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}'
+    )
     _tool(j, "call_1", fb["response"]["t_end_ns"] + 10)
     assert run_check("STR-03", j.evidence()).outcome == "pass"
 
@@ -107,6 +113,64 @@ def test_str03_fail_tool_from_broken_stream_runs() -> None:
     j.chat(200, body=PLAIN, wait=1.0)
     f = run_check("STR-03", j.evidence())
     assert f.outcome == "fail" and "call_1" in f.observed
+
+
+# Tool-call ids of every dialect's form, read from what the gateway renders (not a pattern):
+# Anthropic ``toolu_...``, Responses ``call_id`` on an ``fc_...`` item, and any scripted id.
+_CALLS = {"tool_calls": [{"name": "f", "arguments": '{"a": 1}'}], "chunk_chars": 3}
+
+
+def _dialect_run(dialect: str, call_id: str | None, tool_after_fallback: bool) -> Journal:
+    """A stream cut after the tool call's first argument piece, a JSON fallback carrying the
+    same call, and the tool run before or after that fallback ended."""
+    import json
+
+    from fakes.dialects import anthropic_messages as am
+    from fakes.dialects import openai_responses as orr
+
+    reply = {**_CALLS, "tool_calls": [{**_CALLS["tool_calls"][0], "id": call_id}]}
+    if call_id is None:
+        reply["tool_calls"][0].pop("id")
+    d = am if dialect == "anthropic_messages" else orr
+    events = d.stream_events(reply, "m")
+    kinds = [e[0] for e in events]
+    upto = 1 + max(
+        i for i, k in enumerate(kinds) if k in ("content_block_start", "response.output_item.added")
+    )
+    sent = b"".join(d.frame(*e) for e in events[: upto + 1]).decode()
+    if dialect == "anthropic_messages":
+        body = {"model": "m", "max_tokens": 9, "messages": MSGS}
+    else:
+        body = {"model": "m", "input": MSGS}
+    j = Journal()
+    e = broken(j, "cut", sent)
+    e["body"], e["dialect"] = {**body, "stream": True}, dialect
+    fb = j.chat(200, stream=False, body={**body, "stream": False}, wait=0.01)
+    fb["dialect"] = dialect
+    fb["response"]["sent"] = json.dumps(d.json_body(reply, "m"))
+    run_id = call_id or ("toolu_0" if dialect == "anthropic_messages" else "call_0")
+    at = fb["response"]["t_end_ns"] + 10 if tool_after_fallback else e["response"]["t_end_ns"] + 10
+    _tool(j, run_id, at)
+    return j
+
+
+@pytest.mark.parametrize("dialect", ["anthropic_messages", "openai_responses"])
+@pytest.mark.parametrize("call_id", [None, "toolu_01Ab", "fc_x", "weird-id"])
+def test_str03_reads_ids_of_every_dialect(dialect: str, call_id: str | None) -> None:
+    good = run_check("STR-03", _dialect_run(dialect, call_id, True).evidence())
+    assert good.outcome == "pass", good.observed
+    bad = run_check("STR-03", _dialect_run(dialect, call_id, False).evidence())
+    assert bad.outcome == "fail", bad.observed
+
+
+def test_str03_chat_id_of_any_form() -> None:
+    sse = TOOL_SSE.replace("call_1", "tool-7")
+    j = Journal()
+    e = broken(j, "cut", sse)
+    _tool(j, "tool-7", e["response"]["t_end_ns"] + 10)
+    j.chat(200, body=PLAIN, wait=1.0)
+    f = run_check("STR-03", j.evidence())
+    assert f.outcome == "fail" and "tool-7" in f.observed
 
 
 def test_str05_pass_and_fail() -> None:
