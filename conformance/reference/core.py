@@ -850,7 +850,11 @@ class TurnCore:
         self._step_failed(kind, message, body)
 
     def _step_failed(self, kind: str, message: str, body: str) -> None:
-        fixed = corrected_max_tokens(body) if self.b.window_correction else None
+        fixed = corrected_max_tokens(body)
+        if fixed is not None and not self.b.window_correction:
+            # Broken copy: the output-limit overflow is surfaced as it is (no other recovery).
+            self._error(kind, self._named(message))
+            return
         if fixed is not None and fixed < self.max_tokens and not self._lowered:
             self.max_tokens, self._lowered = fixed, True
             self._next_step()

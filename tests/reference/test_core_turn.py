@@ -1075,8 +1075,8 @@ WINDOW_400 = (
 
 def test_RTY_11_switches_are_narrow_window_correction_vs_compaction():
     d = Drive(Behaviours(window_correction=False))
-    d.status(400, body=WINDOW_400)
-    assert len(d.sends) == 1 and d.end == EndTurn("error")
+    d.status(400, body=WINDOW_400 + ' "code": "context_length_exceeded"')
+    assert len(d.of(SendRequest)) == 1 and d.end == EndTurn("error")  # no compaction either
     d = Drive(Behaviours(context_recovery=False))  # compaction off: the window is still fixed
     d.status(400, body=WINDOW_400)
     assert d.sends[-1].body["max_tokens"] == 10000 - 9000 - 16
