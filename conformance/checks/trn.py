@@ -90,16 +90,23 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 MAX_RECOVERIES = 3  # seed 000, 连续截断恢复上限
 
 
-def _trailing_continuations(body: dict) -> int:
-    """Continuation messages since the last progress (a tool result or a real user message)."""
+def _trailing_continuations(body: dict, prompt: str | None = None) -> int:
+    """Continuation messages since the last progress: a tool result, or the user's prompt.
+
+    A scenario is one user turn, so other user-role messages after the prompt are the agent's own
+    notes (a loop reminder is sent as a user turn where the API has no system role there); they
+    are not progress.
+    """
     n = 0
     for m in reversed(body.get("messages") or []):
         if m.get("role") == "tool":
             break
         if m.get("role") == "user":
-            if m.get("content") != CONTINUATION_TEXT:
+            content = m.get("content")
+            if content == CONTINUATION_TEXT:
+                n += 1
+            elif not prompt or prompt in str(content):
                 break
-            n += 1
     return n
 
 
@@ -115,7 +122,7 @@ def check_trn_04(ev: Evidence) -> Finding:
     )
     at_cap = None
     for e in ev.chat():
-        k = _trailing_continuations(e.get("body") or {})
+        k = _trailing_continuations(e.get("body") or {}, ev.scenario.get("prompt"))
         if k > MAX_RECOVERIES:
             return failed(
                 expected, f"continuation number {k} without progress at seq {e.get('seq')}"

@@ -176,3 +176,18 @@ def test_trn04_retries_of_one_continuation_count_once() -> None:
         j.chat(status=429, body=body(*turns))
     j.chat(body=body(*turns))
     assert run_check("TRN-04", j.evidence(events=[])).outcome == "not_applicable"
+
+
+def test_trn04_a_note_sent_as_a_user_turn_is_not_progress() -> None:
+    """Where the API has no system role mid-conversation, an agent's note is a user turn."""
+    j = Journal()
+    j.chat(fault="length")
+    note = {"role": "user", "content": "<system-reminder>same text three times</system-reminder>"}
+    turns: list[dict] = []
+    for i in range(4):
+        turns += [{"role": "assistant", "content": f"part {i}"}, CONT]
+        if i == 1:
+            turns.append(note)
+        j.chat(fault="length", body=body(*turns))
+    ev = j.evidence(events=[], scenario={"id": "s", "prompt": USER["content"]})
+    assert run_check("TRN-04", ev).outcome == "fail"  # a 4th continuation, note or not
