@@ -94,8 +94,8 @@ def check_str_15(ev: Evidence) -> Finding:
     chat = ev.chat()
     judged = 0
     for i, e in enumerate(chat):
-        if e.get("fault") != "in_band_error":
-            continue
+        if e.get("fault") != "in_band_error" or not is_failed(e):
+            continue  # an error after the stream's own end never reaches a client: no failure
         judged += 1
         again = [x for x in chat[i + 1 :] if not _same_request(e, x)]
         if not again:

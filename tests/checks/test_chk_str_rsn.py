@@ -500,3 +500,15 @@ def test_str_10_reads_stall_seconds_from_the_journal() -> None:
     e["fault_params"] = {"after_events": 2, "seconds": 30}
     attempt(j, PLAIN, plain_json(), wait=60.0)
     assert run_check("STR-10", j.evidence()).outcome == "fail"
+
+
+def test_str_15_an_error_after_the_streams_own_end_is_not_judged() -> None:
+    """Where the finish and end markers are one event (Responses), a late error never arrives."""
+    j = Journal()
+    sent = sse({"content": "Hi"}, finish="stop") + "data: [DONE]\n\n"
+    sent += 'data: {"error": {"message": "late"}}\n\n'
+    e = attempt(j, STREAM, sent, "in_band_error")
+    e["fault_params"] = {"after_events": 4}
+    assert run_check("STR-15", j.evidence([])).outcome == "not_applicable"
+    e["fault_params"] = {"after_events": 2}  # the same error before the finish: judged
+    assert run_check("STR-15", j.evidence([])).outcome == "fail"
