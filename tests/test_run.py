@@ -64,6 +64,14 @@ BROKEN = [
     ("retry_5xx", "rty/rty-05-status-503.yaml", "RTY-05"),
     ("stream_fallback", "str/str-01-cut-mid-text-reset.yaml", "STR-01"),
     ("continuation", "trn/trn-01-length-continuation.yaml", "TRN-01"),
+    ("remove_partial_messages", "str/str-02-partial-text-in-band-error.yaml", "STR-02"),
+    ("reasoning_preservation", "rsn/rsn-01-reasoning-only-length.yaml", "RSN-01"),
+    ("withhold_errors", "str/str-01-cut-mid-text-reset.yaml", "ERR-02"),
+    ("history_repair", "ctx/ctx-03-one-of-two-unanswered.yaml", "CTX-03"),
+    ("loop_detection", "tol/lop-01-same-failing-call.yaml", "LOP-01"),
+    ("stop_on_abort", "ctl/ctl-01-abort-mid-stream.yaml", "CTL-01"),
+    ("bound_continuations", "trn/trn-04-four-truncations.yaml", "TRN-04"),
+    ("retry_connection_errors", "rty/rty-06-reset-before-headers.yaml", "RTY-06"),
 ]
 
 
@@ -284,3 +292,23 @@ def test_a_criterion_limited_to_other_dialects_is_informational(gateway, monkeyp
     assert "not applicable in this dialect" in verdicts["STR-09"]["observed"]
     _, chat = run_scenario(gateway, ReferenceAdapter(), sc)
     assert chat["STR-09"]["verdict"] == "PASS"
+
+
+# SHOULD / MAY behaviours: switched off, their criterion is NON-STRICT (a SHOULD/MAY failure).
+BROKEN_NON_STRICT = [
+    ("credential_refresh", "rty/rty-10-expired-token-refreshed.yaml", "RTY-10"),
+    ("background_tools", "trn/trn-10-backgrounded-tool.yaml", "TRN-10"),
+    ("media_stripping", "ctx/ctx-05-image-too-large.yaml", "CTX-05"),
+    ("compaction_breaker", "lop/lop-05-compaction-fails-proactive.yaml", "LOP-05"),
+    ("window_correction", "rty/rty-11-default-limit-overflow.yaml", "RTY-11"),
+    ("context_recovery", "ctx/ctx-01-prompt-too-long.yaml", "CTX-01"),
+]
+
+
+@pytest.mark.parametrize(("switch", "scenario", "criterion"), BROKEN_NON_STRICT)
+def test_broken_copy_of_a_should_or_may_behaviour(gateway, switch, scenario, criterion):
+    sc = load_scenario(CRITERIA / scenario)
+    _, healthy = run_scenario(gateway, ReferenceAdapter(), sc)
+    assert healthy[criterion]["verdict"] == "PASS", healthy[criterion]
+    _, verdicts = run_scenario(gateway, ReferenceAdapter(Behaviours(**{switch: False})), sc)
+    assert verdicts[criterion]["verdict"] == "NON-STRICT", verdicts[criterion]
