@@ -19,6 +19,9 @@ budget (:func:`retry.decide`). An *attempt* is one HTTP request of a mode.
   ``BodyEnded`` with the error text): the attempt failed. Three consecutive 529s switch to the
   fallback model (private fields stripped) with a fresh budget; otherwise retry after the decided
   wait (``NoteRetry`` + ``StartTimer``), or, when recovery says no, *surface* the failure.
+- Before the retry decision: a 401 saying "expired" asks the driver to refresh the credentials
+  (``RefreshCredentials``) and resends the identical body, once until a request succeeds; a
+  media-too-large error strips media parts from the request and the history and resends, once.
 - A surfaced failure of an exhausted streaming mode takes the non-streaming fallback; otherwise
   the step fails: RTY-11 lowers ``max_tokens`` once, a context overflow gets one compaction
   request per turn (at most 3 failed compactions), else the error is shown, typed, once, naming
@@ -29,8 +32,10 @@ budget (:func:`retry.decide`). An *attempt* is one HTTP request of a mode.
   never run. Empty non-streaming replies are re-sent at most ``MAX_EMPTY_REPLIES`` times.
 - A reply: ``length`` without tool calls first raises the default output limit once, then
   appends the hidden continuation message (bounded by :class:`TruncationCounter`); tool calls run
-  one at a time (``RunTool`` / ``ToolDone``) within the per-turn cap, loop reminders follow all
-  results; no tool calls ends the step, then the stop hook (``CallStopHook``), then ``EndTurn``.
+  one at a time (``RunTool`` / ``ToolDone``) within the per-turn cap (a ``run_in_background``
+  call is started and not waited for), loop reminders follow all results; a reply whose usage
+  nears ``config.context_window`` makes the next step begin with a proactive compaction, whose
+  failure is not fatal (3 failures in a row stop compacting); no tool calls ends the step, then the stop hook (``CallStopHook``), then ``EndTurn``.
 - ``Aborted`` in any phase cancels what is in flight and ends the turn: after it the core
   returns no action at all.
 
