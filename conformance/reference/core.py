@@ -35,9 +35,10 @@ budget (:func:`retry.decide`). An *attempt* is one HTTP request of a mode.
   one at a time (``RunTool`` / ``ToolDone``) within the per-turn cap (a ``run_in_background``
   call is started and not waited for), loop reminders follow all results; a reply whose usage
   nears ``config.context_window`` makes the next step begin with a proactive compaction, whose
-  failure is not fatal (3 failures in a row stop compacting); no tool calls ends the step, then the stop hook (``CallStopHook``), then ``EndTurn``.
+  failure is not fatal (3 failures in a row stop compacting); no tool calls ends the step, then
+  the stop hook (``CallStopHook``), then ``EndTurn``.
 - ``Aborted`` in any phase cancels what is in flight and ends the turn: after it the core
-  returns no action at all.
+  returns no action at all (unless the ``stop_on_abort`` switch builds a broken copy).
 
 Which events each phase accepts is the table :data:`ACCEPTS`. An event about a request, timer or
 tool call the core no longer waits for is stale and ignored; any other event the phase does not
