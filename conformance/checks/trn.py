@@ -127,7 +127,9 @@ def check_trn_04(ev: Evidence) -> Finding:
             return failed(
                 expected, f"continuation number {k} without progress at seq {e.get('seq')}"
             )
-        if k == MAX_RECOVERIES and length_finished(e) and not is_failed(e):
+        # A length finish carrying tool calls does not consume the count (TRN-06).
+        plain = length_finished(e) and not produced(e)["tool_calls"]
+        if k == MAX_RECOVERIES and plain and not is_failed(e):
             at_cap = e
     if at_cap is None:
         return not_applicable(expected, f"no truncation after {MAX_RECOVERIES} continuations")
