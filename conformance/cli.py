@@ -81,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="multiply every scenario duration by this (default 0.02)",
     )
     run.add_argument("--strict", action="store_true", help="NON-STRICT verdicts fail the run")
+    run.add_argument(
+        "--certify",
+        action="store_true",
+        help="certification mode: an outside connection attempt by a guarded agent "
+        "(shipped:PROFILE) fails the run (exit 1)",
+    )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     run.add_argument(
         "-n",
@@ -249,6 +255,7 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
         updated_expectations,
         write_expectations,
     )
+    from conformance.guard import certify_problems
     from conformance.runner import (
         DEFAULT_TIME_SCALE,
         rerun_command,
@@ -359,7 +366,10 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
         print(f"better than expected: {f.describe()}", file=sys.stderr)
     for f in cmp.regressions:
         print(f"regression: {f.describe()}", file=sys.stderr)
-    return 1 if cmp.regressions else 0
+    leaks = certify_problems(doc) if args.certify else []
+    for line in leaks:
+        print(f"certify: {line}", file=sys.stderr)
+    return 1 if cmp.regressions or leaks else 0
 
 
 def main(argv: list[str] | None = None) -> int:

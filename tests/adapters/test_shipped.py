@@ -564,3 +564,20 @@ def test_real_agent_answers_with_nothing_leaving(name, gateway):
     assert entry["status"] == "ran", entry["error"]
     assert any(e.get("text") == "Hello!" for e in entry["events"]), entry["agent_log"][-2000:]
     assert entry["outside_attempts"] == [], entry["outside_attempts"]
+
+
+def test_certify_mode_fails_the_run_on_an_outside_attempt(tmp_path, monkeypatch, capsys):
+    """`conformance run --certify`: exit 1 and a `certify:` line when the agent tried to leave."""
+    import yaml
+
+    import conformance.adapters.base as base
+    from conformance.cli import main
+
+    sc = tmp_path / "shipped-hello.yaml"
+    sc.write_text(yaml.safe_dump(hello_scenario().raw), encoding="utf-8")
+    leaky = adapter(tmp_path, OUTSIDE, netns=False)
+    monkeypatch.setattr(base, "make_adapter", lambda spec: leaky)
+    words = ["run", "-q", "--scenario", str(sc), "--report-dir", str(tmp_path / "rep")]
+    assert main([*words, "--certify"]) == 1
+    assert "certify: " in capsys.readouterr().err
+    assert main(words) == 0  # without --certify the same run passes
