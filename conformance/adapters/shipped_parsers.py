@@ -79,7 +79,7 @@ def parse_claude_stream_json(stdout: str) -> list[dict]:
     """Claude Code stream-json lines -> events (see the module docstring)."""
     events: list[dict] = []
     n = 0
-    shown_error = False
+    shown_error: dict | None = None
     for v in _json_values(stdout):
         if not isinstance(v, dict):
             continue
@@ -107,8 +107,8 @@ def parse_claude_stream_json(stdout: str) -> list[dict]:
             content = [c for c in (msg.get("content") or []) if isinstance(c, dict)]
             if msg.get("model") == "<synthetic>":
                 text = "".join(str(c.get("text", "")) for c in content if c.get("type") == "text")
-                events.append(error_event(text, _status(text, _API_ERROR)))
-                shown_error = True
+                shown_error = error_event(text, _status(text, _API_ERROR))
+                events.append(shown_error)
                 continue
             cur: dict = {
                 "type": "message",
@@ -155,15 +155,20 @@ def parse_claude_stream_json(stdout: str) -> list[dict]:
             u = _usage_event(v.get("usage"), "input_tokens", "output_tokens")
             if u is not None:
                 events.append(u)
-            if v.get("is_error") and not shown_error:
+            st = v.get("api_error_status")
+            st = st if isinstance(st, int) and not isinstance(st, bool) else None
+            if v.get("is_error") and shown_error is not None:
+                # Its error display may not name the status ("API Error: Request rejected
+                # (429)"); the result's api_error_status types the error shown.
+                if st is not None and "status" not in shown_error:
+                    shown_error.update(error_event(shown_error["message"], st))
+            elif v.get("is_error"):
                 text = str(v.get("result") or sub or "error")
                 errs = v.get("errors")
                 if not v.get("result") and isinstance(errs, list) and errs:
                     text = "; ".join(map(str, errs))
-                st = v.get("api_error_status")
-                st = st if isinstance(st, int) else _status(text, _API_ERROR)
-                events.append(error_event(text, st))
-                shown_error = True
+                shown_error = error_event(text, st if st is not None else _status(text, _API_ERROR))
+                events.append(shown_error)
     return events
 
 

@@ -508,3 +508,19 @@ def test_claude_profiles_cover_its_retry_budget():
     nominal = sum(min(0.5 * 2**i, 32) for i in range(10))
     for n in CLAUDE:
         assert load_profile(n).min_deadline_s >= nominal * 1.25
+
+
+def test_claude_error_display_without_status_is_typed_by_the_result_status():
+    text = "API Error: Request rejected (429) · simulated error 429"
+    lines = [
+        _assistant("u1", {"type": "text", "text": text}, model="<synthetic>"),
+        _result(True, text, api_error_status=429),
+    ]
+    ev = parse_claude_stream_json(_lines(*lines))
+    assert [(e["type"], e.get("kind"), e.get("status")) for e in ev] == [
+        ("error", "rate_limit", 429),
+        ("usage", None, None),
+    ]
+    # Without a printed status the error stays untyped.
+    lines[1] = _result(True, text, api_error_status=None)
+    assert parse_claude_stream_json(_lines(*lines))[0]["kind"] == "agent_exit"
