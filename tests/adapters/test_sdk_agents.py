@@ -1,27 +1,51 @@
-"""The LiteLLM adapter (`--agent litellm`) through real scenarios, at the SDK's defaults.
+"""The Python agent SDK adapters through real scenarios, at each SDK's defaults.
 
-Skipped when the `sdk-litellm` extra is not installed (`pip install '.[sdk-litellm]'`, or `tox -e sdk-litellm`).
+One set of tests, run for every SDK whose optional extra is installed (`pip install
+'.[sdk-NAME]'`, or `tox -e sdk-NAME`); an SDK that is missing is skipped with the extra to install.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from pathlib import Path
 
 import pytest
 
+from conformance.adapters import RunRequest, make_adapter
 from conformance.adapters.litellm import OFFLINE_ENV  # imports no litellm itself
+from conformance.runner import run_scenario
+from fakes import Gateway, load_scenario
 
 os.environ.update(OFFLINE_ENV)  # LiteLLM reads these at import: no cost map download
-pytest.importorskip("litellm", reason="the sdk-litellm extra is not installed")
-
-from conformance.adapters import RunRequest, make_adapter  # noqa: E402
-from conformance.runner import run_scenario  # noqa: E402
-from fakes import Gateway, load_scenario  # noqa: E402
 
 CRITERIA = Path(__file__).resolve().parents[2] / "scenarios" / "criteria"
-AGENT = "litellm"
+
+# (--agent name, the module the SDK installs, its extra)
+SDKS = [
+    ("openai-agents", "agents", "sdk-openai-agents"),
+    ("pydantic-ai", "pydantic_ai", "sdk-pydantic-ai"),
+    ("langchain-openai", "langchain_openai", "sdk-langchain-openai"),
+    ("litellm", "litellm", "sdk-litellm"),
+]
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(
+            agent,
+            id=agent,
+            marks=pytest.mark.skipif(
+                importlib.util.find_spec(module) is None,
+                reason=f"the {extra} extra is not installed",
+            ),
+        )
+        for agent, module, extra in SDKS
+    ]
+)
+def AGENT(request) -> str:  # noqa: N802 - reads like the constant it replaces
+    return request.param
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +54,8 @@ def gateway():
         yield gw
 
 
-def _run(gateway, path: str) -> tuple[dict, dict[str, dict]]:
-    entry, verdicts = run_scenario(gateway, make_adapter(AGENT), load_scenario(CRITERIA / path))
+def _run(gateway, agent: str, path: str) -> tuple[dict, dict[str, dict]]:
+    entry, verdicts = run_scenario(gateway, make_adapter(agent), load_scenario(CRITERIA / path))
     bad = {c: v for c, v in verdicts.items() if v["verdict"] in ("ERROR", "TIMEOUT")}
     assert not bad, (path, bad, entry.get("error"), entry.get("agent_log"))
     assert entry["status"] == "ran", (entry.get("error"), entry.get("agent_log"))
@@ -43,8 +67,8 @@ def _chat(entry: dict) -> list[dict]:
     return [e for e in entry["journal"]["entries"] if e["kind"] == "chat"]
 
 
-def test_a_healthy_stream_is_one_streamed_request(gateway) -> None:
-    entry, v = _run(gateway, "str/str-09-healthy-stream.yaml")
+def test_a_healthy_stream_is_one_streamed_request(gateway, AGENT) -> None:
+    entry, v = _run(gateway, AGENT, "str/str-09-healthy-stream.yaml")
     assert [e["body"].get("stream") for e in _chat(entry)] == [True]
     assert v["STR-09"]["verdict"] == "PASS"
     assert entry["events"][0]["type"] == "hello" and entry["events"][0]["agent"] == AGENT
@@ -53,16 +77,16 @@ def test_a_healthy_stream_is_one_streamed_request(gateway) -> None:
     assert entry["events"][-1]["reason"] == "completed"
 
 
-def test_a_hosted_tool_runs_through_the_sdk_tool_machinery(gateway) -> None:
-    entry, v = _run(gateway, "tol/tol-03-tool-raises.yaml")
+def test_a_hosted_tool_runs_through_the_sdk_tool_machinery(gateway, AGENT) -> None:
+    entry, v = _run(gateway, AGENT, "tol/tol-03-tool-raises.yaml")
     tools = [e for e in entry["journal"]["entries"] if e["kind"] == "tool"]
     assert len(tools) == 1
     assert v["TOL-03"]["verdict"] == "PASS"  # the tool's error reached the model
     assert v["TOL-06"]["verdict"] == "PASS"  # every call answered
 
 
-def test_the_openai_client_default_two_retries(gateway) -> None:
-    entry, v = _run(gateway, "rty/rty-04-burst-of-10.yaml")
+def test_the_openai_client_default_two_retries(gateway, AGENT) -> None:
+    entry, v = _run(gateway, AGENT, "rty/rty-04-burst-of-10.yaml")
     assert len(_chat(entry)) == 3
     assert v["RTY-04"]["verdict"] == "FAIL"
     errors = [e for e in entry["events"] if e["type"] == "error"]
@@ -79,7 +103,7 @@ SLOW = {
 }
 
 
-def test_the_deadline_stops_a_turn_stuck_on_the_gateway(gateway, tmp_path) -> None:
+def test_the_deadline_stops_a_turn_stuck_on_the_gateway(gateway, tmp_path, AGENT) -> None:
     s = gateway.create_session(SLOW, time_scale=1.0)
     req = RunRequest(
         start={
