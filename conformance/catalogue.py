@@ -824,6 +824,9 @@ _ONLY_IN: dict[str, tuple[str, ...]] = {
     # A finish marker without the end-of-stream marker: chat's finish chunk without [DONE],
     # Anthropic's message_delta without message_stop. The Responses terminal event is both.
     "STR-13": ("openai_chat", "anthropic_messages"),
+    # Usage of a failed attempt: a Responses stream carries usage only on its terminal event,
+    # so a failed Responses attempt never carries any, and there is nothing to count wrongly.
+    "STR-11": ("openai_chat", "anthropic_messages"),
 }
 
 CATALOGUE: tuple[Criterion, ...] = tuple(

@@ -66,7 +66,9 @@ def test_dialect_limited_criteria() -> None:
     # [DONE]" there. Everything else is judged in every dialect.
     assert by_id("STR-13").dialects == ("openai_chat", "anthropic_messages")
     limited = {c.id for c in CATALOGUE if c.dialects != DIALECTS}
-    assert limited == {"STR-13"}
+    # A failed Responses stream never carries usage (it comes with the terminal event only).
+    assert limited == {"STR-13", "STR-11"}
+    assert by_id("STR-11").dialects == ("openai_chat", "anthropic_messages")
     assert by_id("STR-08").dialects == DIALECTS  # a missing finish marker exists everywhere
 
 
