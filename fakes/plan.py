@@ -154,34 +154,9 @@ def make_plan(step: Step, request: dict[str, Any], dialect: str = "openai_chat")
     n = int(p.get("after_events", 0))
     if name == "cut":
         plan.ending = p.get("mode", "reset")
-        if "at_byte" in p:
-            at = int(p["at_byte"])
-            plan.cut_at_byte = min(at, plan.full_bytes)
-            out, pos = [], 0
-            for c in chunks:
-                if pos >= at:
-                    break
-                take = c.data[: at - pos]
-                out.append(Chunk(take, event=len(take) == len(c.data)))
-                pos += len(c.data)
-            chunks = out
-        else:
-            chunks = chunks[:n]
-            plan.cut_at_byte = sum(len(c.data) for c in chunks)
+        chunks = _cut(chunks, p, plan, n)
     elif name == "stall":
-        secs, ka = float(p["seconds"]), p.get("keepalive")
-        extra: list[Chunk] = []
-        waited = 0.0
-        if ka:
-            while waited + float(ka) < secs:
-                extra.append(Chunk(b": keep-alive\n\n", float(ka), event=False))
-                waited += float(ka)
-        rest = chunks[n:]
-        if rest:
-            rest[0] = Chunk(rest[0].data, secs - waited)
-        else:
-            extra.append(Chunk(b"", secs - waited, event=False))
-        chunks = chunks[:n] + extra + rest
+        chunks = _stall(chunks, n, float(p["seconds"]), p.get("keepalive"))
     elif name == "malformed_event":
         bad = (
             b'data: {"choices": [{"delta": \n\n'
