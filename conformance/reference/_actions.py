@@ -16,9 +16,11 @@ __all__ = [
     "CallStopHook",
     "CancelRequest",
     "CancelTimer",
+    "CancelTool",
     "EmitMessage",
     "Emission",
     "EndTurn",
+    "LogToolCall",
     "NoteRetry",
     "RefreshCredentials",
     "RemoveMessage",
@@ -56,7 +58,10 @@ class CancelRequest(Action):
 
 @dataclass(frozen=True)
 class StartTimer(Action):
-    """Report :class:`TimerFired` after ``delay_s`` unscaled seconds. ``purpose``: wait | idle."""
+    """Report :class:`TimerFired` after ``delay_s`` unscaled seconds.
+
+    ``purpose``: wait | idle | tool_limit | tool_retry.
+    """
 
     timer_id: int
     delay_s: float
@@ -70,12 +75,29 @@ class CancelTimer(Action):
 
 @dataclass(frozen=True)
 class RunTool(Action):
-    """Execute one tool call and report :class:`ToolDone`."""
+    """Execute ONE attempt of a tool call and report :class:`ToolOutcome` (no retries, no caps).
+
+    ``attempt`` counts from 1; a transient failure is retried by the core with a new RunTool.
+    """
 
     call_id: str
     name: str
-    arguments: str | dict
-    truncated: bool  # the reply carrying the call ended with finish_reason "length"
+    arguments: dict
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class CancelTool(Action):
+    """Stop the running attempt of a tool call (its time limit ran out); report nothing."""
+
+    call_id: str
+
+
+@dataclass(frozen=True)
+class LogToolCall(Action):
+    """Append ``record`` to the tool-call log; the writer puts the wall-clock ``ts`` first."""
+
+    record: dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ __all__ = [
     "HeadersReceived",
     "StopHookDone",
     "TimerFired",
-    "ToolDone",
+    "ToolOutcome",
 ]
 
 
@@ -81,14 +81,19 @@ class TimerFired(Event):
 
 
 @dataclass(frozen=True)
-class ToolDone(Event):
-    """A tool call started by :class:`RunTool` finished (tool-side failures included)."""
+class ToolOutcome(Event):
+    """The raw outcome of one attempt started by :class:`RunTool`; the core decides the rest.
+
+    ``kind``: ``ok`` (``text`` is the output), ``error`` (``error_type`` and ``text`` the
+    message), ``transient`` (``text`` the message; retried by the core), ``denied`` (``text`` the
+    reason), or ``final`` (a batch run as one unit: ``text`` is the finished output and
+    ``error_type`` its status).
+    """
 
     call_id: str
-    name: str
-    status: str  # ok | error | timeout | denied | unknown | invalid
-    output: str
-    is_error: bool
+    kind: str
+    text: str = ""
+    error_type: str = ""
 
 
 @dataclass(frozen=True)

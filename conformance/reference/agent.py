@@ -6,8 +6,11 @@ builds a :class:`_Driver`, which applies the core's first actions and then waits
 to end or the user to abort. Each ``SendRequest`` becomes a task that POSTs the body and feeds
 the core the headers, one :class:`Chunk` per server-sent event (a minimal SSE reader), then the
 end or failure of the body; each ``StartTimer`` a task that sleeps the delay times
-``time_scale``; each ``RunTool`` a task running the :class:`ToolBox`; ``CallStopHook`` a task
-posting to the hosted stop hook. Events are fed to the core at once, in the task that saw them,
+``time_scale``; each ``RunTool`` a task running ONE attempt of the tool on the :class:`ToolBox`
+executor (a ``batch`` as one unit), reported raw as :class:`ToolOutcome` (the core decides
+retries, limits, texts and caps); ``CancelTool`` cancels that task; ``LogToolCall`` appends a
+line to ``tool-calls.jsonl`` in the debug directory; ``CallStopHook`` a task posting to the
+hosted stop hook. Events are fed to the core at once, in the task that saw them,
 and the returned actions carried out there too, so a stream the core gives up on is closed
 before anything more is read. Cancel actions cancel those tasks. Once the abort flag is set the
 core is fed ``Aborted`` instead of anything else, and a request task checks the flag before it
@@ -45,23 +48,25 @@ from .core import (
     CallStopHook,
     CancelRequest,
     CancelTimer,
+    CancelTool,
     Chunk,
     ConnectFailed,
     Emission,
     EndTurn,
     Event,
     HeadersReceived,
+    LogToolCall,
     RefreshCredentials,
     RunTool,
     SendRequest,
     StartTimer,
     StopHookDone,
     TimerFired,
-    ToolDone,
+    ToolOutcome,
     TurnCore,
     WriteDebugDump,
 )
-from .toolbox import ToolBox, ToolSpec
+from .toolbox import BATCH_TOOL, ToolBox, ToolSpec, write_log_line
 
 __all__ = ["DIALECTS", "HELLO", "Behaviours", "UnknownDialect", "codec_for", "run_protocol"]
 
@@ -163,9 +168,9 @@ class _Driver:
         config = dict(start.get("config") or {})
         debug_dir = start.get("debug_dir")
         self.debug_dir = Path(debug_dir) if debug_dir else None
-        log_path = self.debug_dir / "tool-calls.jsonl" if self.debug_dir else None
-        if log_path is not None:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path = self.debug_dir / "tool-calls.jsonl" if self.debug_dir else None
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
         specs = [
             ToolSpec(t["name"], t.get("description", ""), t.get("parameters") or {})
             for t in start.get("tools") or []
@@ -178,7 +183,6 @@ class _Driver:
             timeout_s=float(config.get("tool_timeout_s") or 120),
             session=session,
             ssl=ssl,
-            log_path=log_path,
         )
         self.core = TurnCore(
             start, behaviours=behaviours, rand=rng.random, tools=self.tools.specs_for_request(set())
@@ -264,6 +268,11 @@ class _Driver:
                 self._cancel(("timer", a.timer_id))
             elif isinstance(a, RunTool):
                 self._spawn(("tool", a.call_id), self._tool(a))
+            elif isinstance(a, CancelTool):
+                self._cancel(("tool", a.call_id))
+            elif isinstance(a, LogToolCall):
+                if self.log_path is not None:
+                    write_log_line(self.log_path, a.record)
             elif isinstance(a, CallStopHook):
                 self._spawn(("hook", None), self._stop_hook())
             elif isinstance(a, WriteDebugDump):
@@ -316,8 +325,12 @@ class _Driver:
         self.feed(TimerFired(a.timer_id))
 
     async def _tool(self, a: RunTool) -> None:
-        res = await self.tools.run(a.call_id, a.name, a.arguments, truncated=a.truncated)
-        self.feed(ToolDone(a.call_id, res.name, res.status, res.output, res.is_error))
+        if a.name == BATCH_TOOL:
+            res = await self.tools.run_batch(a.call_id, a.arguments)
+            self.feed(ToolOutcome(a.call_id, "final", res.output, res.status))
+            return
+        kind, text, error_type = await self.tools.attempt(a.call_id, a.name, a.arguments)
+        self.feed(ToolOutcome(a.call_id, kind, text, error_type))
 
     async def _stop_hook(self) -> None:
         """POST the hosted ``stop_hook`` once; report its block reason, if any."""

@@ -32,11 +32,20 @@ budget (:func:`retry.decide`). An *attempt* is one HTTP request of a mode.
   never run. Empty non-streaming replies are re-sent at most ``MAX_EMPTY_REPLIES`` times.
 - A reply: ``length`` without tool calls first raises the default output limit once, then
   appends the hidden continuation message (bounded by :class:`TruncationCounter`); tool calls run
-  one at a time (``RunTool`` / ``ToolDone``) within the per-turn cap (a ``run_in_background``
-  call is started and not waited for), loop reminders follow all results; a reply whose usage
+  one at a time within the per-turn cap (a ``run_in_background`` call is started and not waited
+  for), loop reminders follow all results; a reply whose usage
   nears ``config.context_window`` makes the next step begin with a proactive compaction, whose
   failure is not fatal (3 failures in a row stop compacting); no tool calls ends the step, then
   the stop hook (``CallStopHook``), then ``EndTurn``.
+- A tool call (:mod:`tool_policy`): an unknown name or invalid arguments get their error result
+  at once, with no I/O; otherwise ``RunTool`` (one attempt) plus a ``tool_limit`` timer of
+  ``config.tool_timeout_s`` (default 120 s). The driver reports each attempt's raw
+  ``ToolOutcome``: ``transient`` is retried after a ``tool_retry`` timer (0.5 s, x2; 2 retries),
+  then "temporarily unavailable"; the limit timer cancels the attempt (``CancelTool``) and gives
+  the timeout text; ``denied`` and ``error`` get their texts; the output is capped and the
+  truncation warning appended; each finished call is logged (``LogToolCall``) when a debug
+  directory is set. ``batch`` runs in the driver as one unit (``final`` outcome, taken as is).
+  Tool events are accepted in every live phase (background calls finish at any time).
 - ``Aborted`` in any phase cancels what is in flight and ends the turn: after it the core
   returns no action at all (unless the ``stop_on_abort`` switch builds a broken copy).
 
@@ -63,9 +72,11 @@ from ._actions import (
     CallStopHook,
     CancelRequest,
     CancelTimer,
+    CancelTool,
     Emission,
     EmitMessage,
     EndTurn,
+    LogToolCall,
     NoteRetry,
     RefreshCredentials,
     RemoveMessage,
@@ -87,7 +98,7 @@ from ._events import (
     HeadersReceived,
     StopHookDone,
     TimerFired,
-    ToolDone,
+    ToolOutcome,
 )
 from .continuation import (
     CONTINUATION_TEXT,
@@ -98,6 +109,18 @@ from .continuation import (
     raised_limit,
 )
 from .loops import LoopDetector
+from .tool_policy import (
+    BATCH_TOOL,
+    RETRIES,
+    backoff_s,
+    denied_text,
+    error_text,
+    final_output,
+    log_record,
+    precheck,
+    timeout_text,
+    unavailable_text,
+)
 
 __all__ = [
     "ACCEPTS",
@@ -116,6 +139,7 @@ __all__ = [
     "CallStopHook",
     "CancelRequest",
     "CancelTimer",
+    "CancelTool",
     "Chunk",
     "ConnectFailed",
     "CoreError",
@@ -124,6 +148,7 @@ __all__ = [
     "EndTurn",
     "Event",
     "HeadersReceived",
+    "LogToolCall",
     "NoteRetry",
     "Phase",
     "RefreshCredentials",
@@ -136,7 +161,7 @@ __all__ = [
     "StartTimer",
     "StopHookDone",
     "TimerFired",
-    "ToolDone",
+    "ToolOutcome",
     "TurnCore",
     "WriteDebugDump",
     "corrected_max_tokens",
@@ -213,7 +238,7 @@ class Phase(enum.Enum):
     REQUEST = "request"  # a chat attempt is in flight, no headers yet
     BODY = "body"  # a chat attempt's headers arrived; reading its body
     WAIT = "wait"  # waiting before the next attempt
-    TOOLS = "tools"  # one tool call is running
+    TOOLS = "tools"  # one tool call is running (tool events are taken in any live phase)
     COMPACT = "compact"  # the compaction request is in flight
     STOP_HOOK = "stop_hook"  # the stop hook is running
     DONE = "done"  # EndTurn returned; nothing more happens
@@ -228,7 +253,7 @@ ACCEPTS: Mapping[Phase, frozenset[type[Event]]] = {
     Phase.REQUEST: frozenset({ConnectFailed, HeadersReceived}),
     Phase.BODY: frozenset({Chunk, BodyEnded, BodyFailed, TimerFired}),
     Phase.WAIT: frozenset({TimerFired}),
-    Phase.TOOLS: frozenset({ToolDone}),
+    Phase.TOOLS: frozenset({ToolOutcome, TimerFired}),
     Phase.COMPACT: _AUX,
     Phase.STOP_HOOK: frozenset({StopHookDone}),
     Phase.DONE: frozenset(),
@@ -322,6 +347,23 @@ class _Reply:
 
 
 @dataclass
+class _ToolCall:
+    """One tool call being executed (attempts, backoff waits, its time limit)."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    warning: str | None
+    arguments_chars: int
+    started: float
+    background: bool
+    attempts: int = 1
+    running: bool = True  # an attempt is in flight (else waiting to retry)
+    limit_timer: int | None = None
+    retry_timer: int | None = None
+
+
+@dataclass
 class _Attempt:
     """One HTTP request in flight."""
 
@@ -387,6 +429,12 @@ class TurnCore:
         self._pending_error: tuple[str, str] | None = None  # shown if compaction fails
         self._calls: list[dict[str, Any]] = []  # tool calls of the reply still to run
         self._running: str | None = None  # call id of the running tool
+        self._tool_calls: dict[str, _ToolCall] = {}  # executing calls, background ones too
+        self._tool_timers: dict[int, str] = {}  # timer id -> call id
+        self.tool_timeout_s = float(self.config.get("tool_timeout_s") or 120)
+        self._schemas = {
+            _tool_name(t): (t.get("function") or {}).get("parameters") or {} for t in self.tools
+        }
         self._truncated = False
         self._reminders: list[str] = []
         self._last_text: str | None = None
@@ -445,6 +493,12 @@ class TurnCore:
             return self._flush()
         if self._stale(event):
             return []
+        if isinstance(event, ToolOutcome):
+            self._on_tool_outcome(event)
+            return self._flush()
+        if isinstance(event, TimerFired) and event.timer_id in self._tool_timers:
+            self._on_tool_timer(event.timer_id)
+            return self._flush()
         if type(event) not in ACCEPTS[self.phase]:
             raise CoreError(
                 f"{type(event).__name__} cannot be handled in phase {self.phase.value!r}; "
@@ -454,9 +508,6 @@ class TurnCore:
             self._on_title(event)
         elif self.phase is Phase.COMPACT:
             self._on_compaction(event)
-        elif self.phase is Phase.TOOLS:
-            assert isinstance(event, ToolDone)
-            self._on_tool_done(event)
         elif self.phase is Phase.STOP_HOOK:
             assert isinstance(event, StopHookDone)
             if event.blocked is not None:
@@ -479,9 +530,10 @@ class TurnCore:
         if rid is not None:
             return self._attempt is None or rid != self._attempt.request_id
         if isinstance(event, TimerFired):
-            return event.timer_id not in (self._wait_timer, self._idle_timer)
-        if isinstance(event, ToolDone):
-            return self.phase is not Phase.TOOLS or event.call_id != self._running
+            return event.timer_id not in (self._wait_timer, self._idle_timer, *self._tool_timers)
+        if isinstance(event, ToolOutcome):
+            call = self._tool_calls.get(event.call_id)
+            return call is None or not call.running
         if isinstance(event, StopHookDone):
             return self.phase is not Phase.STOP_HOOK
         return False
@@ -536,6 +588,10 @@ class TurnCore:
         if self._wait_timer is not None:
             self._out.append(CancelTimer(self._wait_timer))
             self._wait_timer = None
+        for call in list(self._tool_calls.values()):
+            if call.running:
+                self._out.append(CancelTool(call.call_id))
+            self._drop_tool(call)
         self._end("aborted")
 
     def _abort_ignored(self) -> None:
@@ -998,38 +1054,131 @@ class TurnCore:
         self.calls_left -= 1
         call = self._calls[0]
         fn = call.get("function") or {}
+        cid, name = str(call.get("id", "")), str(fn.get("name", ""))
+        raw = fn.get("arguments") or "{}"
         if self.b.background_tools and _backgrounded(fn.get("arguments")):
-            # TRN-10: started, not waited for; its ToolDone is stale when it comes.
+            # TRN-10: started, not waited for; its result is only logged.
             self._calls.pop(0)
-            cid, name = str(call.get("id", "")), str(fn.get("name", ""))
-            self._out.append(RunTool(cid, name, fn.get("arguments") or "{}", self._truncated))
+            self._start_tool(cid, name, raw, background=True)
             self._out.append(ShowToolResult(cid, name, "ok", BACKGROUND_STARTED))
             self.messages.append(
                 {"role": "tool", "tool_call_id": cid, "content": BACKGROUND_STARTED}
             )
             self._run_next_tool()
             return
-        self._running = str(call.get("id", ""))
-        self._out.append(
-            RunTool(
-                self._running,
-                str(fn.get("name", "")),
-                fn.get("arguments") or "{}",
-                self._truncated,
-            )
-        )
+        self._running = cid
         self.phase = Phase.TOOLS
+        self._start_tool(cid, name, raw, background=False)
 
-    def _on_tool_done(self, event: ToolDone) -> None:
+    # ---- the tool layer (tool_policy decides, the driver executes one attempt) ----------
+    def _start_tool(self, cid: str, name: str, raw: str | dict, *, background: bool) -> None:
+        chars = len(raw) if isinstance(raw, str) else len(json.dumps(raw))
+        pre = precheck(name, raw, truncated=self._truncated, schemas=self._schemas)
+        if pre.parsed is None:
+            # Unknown tool or invalid arguments: decided here, nothing is executed (TOL-01, TJS-*).
+            self._log_tool(cid, name, pre.status, pre.output, 0.0, 0, chars)
+            if not background:
+                self._tool_result(cid, name, pre.status, pre.output)
+            return
+        args = pre.parsed.arguments or {}
+        call = _ToolCall(cid, name, args, pre.parsed.warning, chars, self.now, background)
+        self._tool_calls[cid] = call
+        self._out.append(RunTool(cid, name, args, 1))
+        if name != BATCH_TOOL:  # a batch is bounded item by item by its runner
+            call.limit_timer = self._tool_timer(call, self.tool_timeout_s, "tool_limit")
+
+    def _tool_timer(self, call: _ToolCall, delay_s: float, purpose: str) -> int:
+        tid = self._start_timer(delay_s, purpose)
+        self._tool_timers[tid] = call.call_id
+        return tid
+
+    def _drop_tool(self, call: _ToolCall) -> None:
+        """The call is over: cancel its timers; later events about it are stale."""
+        for tid in (call.limit_timer, call.retry_timer):
+            if tid is not None:
+                self._tool_timers.pop(tid, None)
+                self._out.append(CancelTimer(tid))
+        call.limit_timer = call.retry_timer = None
+        self._tool_calls.pop(call.call_id, None)
+
+    def _on_tool_outcome(self, event: ToolOutcome) -> None:
+        call = self._tool_calls[event.call_id]
+        call.running = False
+        name, attempts = call.name, call.attempts
+        if event.kind == "final":  # a batch, finished by its runner
+            self._finish_tool(call, event.error_type or "error", event.text, 1, capped=True)
+            return
+        if event.kind == "transient":
+            if call.attempts <= RETRIES:
+                call.retry_timer = self._tool_timer(call, backoff_s(call.attempts), "tool_retry")
+                return
+            status, output = "error", unavailable_text(name, event.text)
+        elif event.kind == "ok":
+            status, output = "ok", event.text
+        elif event.kind == "denied":
+            status, output = "denied", denied_text(name, event.text)
+        else:
+            status, output = "error", error_text(name, event.error_type, event.text)
+            if event.error_type == "unconfigured":
+                attempts = 0  # nothing could be attempted
+        self._finish_tool(call, status, output, attempts)
+
+    def _on_tool_timer(self, timer_id: int) -> None:
+        call = self._tool_calls[self._tool_timers.pop(timer_id)]
+        if timer_id == call.retry_timer:
+            call.retry_timer = None
+            call.attempts += 1
+            call.running = True
+            self._out.append(RunTool(call.call_id, call.name, call.arguments, call.attempts))
+            return
+        # The time limit covers every attempt and wait of the call.
+        call.limit_timer = None
+        if call.running:
+            self._out.append(CancelTool(call.call_id))
+        call.running = False
+        self._finish_tool(call, "timeout", timeout_text(call.name, self.tool_timeout_s), 1)
+
+    def _finish_tool(
+        self, call: _ToolCall, status: str, output: str, attempts: int, *, capped: bool = False
+    ) -> None:
+        self._drop_tool(call)
+        if not capped:
+            output = final_output(output, call.warning)
+        self._log_tool(
+            call.call_id,
+            call.name,
+            status,
+            output,
+            self.now - call.started,
+            attempts,
+            call.arguments_chars,
+        )
+        if not call.background:
+            self._tool_result(call.call_id, call.name, status, output)
+
+    def _log_tool(
+        self,
+        cid: str,
+        name: str,
+        status: str,
+        output: str,
+        duration: float,
+        attempts: int,
+        chars: int,
+    ) -> None:
+        if self.start.get("debug_dir"):
+            record = log_record(cid, name, status, duration, attempts, chars, len(output))
+            self._out.append(LogToolCall(record))
+
+    def _tool_result(self, cid: str, name: str, status: str, output: str) -> None:
+        """A foreground call's result: shown, added to the history, checked for loops."""
         call = self._calls.pop(0)
         self._running = None
-        self._out.append(ShowToolResult(event.call_id, event.name, event.status, event.output))
-        self.messages.append(
-            {"role": "tool", "tool_call_id": event.call_id, "content": event.output}
-        )
+        self._out.append(ShowToolResult(cid, name, status, output))
+        self.messages.append({"role": "tool", "tool_call_id": cid, "content": output})
         if self.b.loop_detection:
             args = (call.get("function") or {}).get("arguments")
-            note = self.loops.record_tool(event.name, args, event.is_error)
+            note = self.loops.record_tool(name, args, status != "ok")
             if note:
                 self._reminders.append(note)
         self._run_next_tool()

@@ -122,7 +122,7 @@ def _grep(workdir: Path, args: dict) -> str:
     return "\n".join(hits) if hits else "no matches"
 
 
-async def _shell(workdir: Path, args: dict, timeout: float) -> str:
+async def _shell(workdir: Path, args: dict, timeout: float | None) -> str:
     proc = await asyncio.create_subprocess_shell(
         args["command"],
         cwd=workdir,
@@ -145,8 +145,11 @@ async def _shell(workdir: Path, args: dict, timeout: float) -> str:
     return text
 
 
-async def run_local(name: str, args: dict, workdir: Path, timeout: float) -> str:
-    """Run local tool ``name``; raise LocalToolError on failure, TimeoutError past ``timeout``."""
+async def run_local(name: str, args: dict, workdir: Path, timeout: float | None) -> str:
+    """Run local tool ``name``; raise LocalToolError on failure, TimeoutError past ``timeout``.
+
+    ``timeout`` None: no limit of its own (the caller cancels; the shell's group is killed).
+    """
     if name == "run_shell":
         return await _shell(workdir, args, timeout)
     funcs = {

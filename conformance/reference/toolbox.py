@@ -1,21 +1,21 @@
-"""The reference agent's tool executor (TOL-01..09, TJS-*, FMT-*, DBG-03).
+"""The reference agent's tool executor: the I/O of tool calls (TOL-01..09, DBG-03).
 
-Theory of operation: ``ToolBox.run`` never raises for tool problems; every outcome
-becomes a ``ToolResult`` whose ``output`` is what the model sees. Order: unknown
-name -> arguments parsed and validated (``tool_args``) -> executed locally (when a
-working directory is set and the tool is a local one) or on the hosted tool endpoint
--> output capped (``formatting``) -> truncation warning appended -> one JSON line
-logged. Hosted transient failures (HTTP 503, connection errors) are retried up to 2
-more times with a short scaled backoff; the whole call, retries included, is bounded
-by ``timeout_s * time_scale`` real seconds, reported in unscaled seconds. A tool named
-``batch`` (TOL-09, docs/contracts.md §5) is run here: each item is one call of the tool it
-names, in order; the result has one line per item, completed, failed or skipped.
+Theory of operation: every decision about a tool call lives in the recovery core (with the
+pure :mod:`tool_policy`); this class carries out ONE attempt and reports its raw outcome.
+``attempt`` runs a local tool (when a working directory is set and the tool is a local one) or
+POSTs to the hosted tool endpoint, with no retry, no time limit and no cap: it returns
+``(kind, text, error_type)`` with kind ``ok`` / ``error`` / ``transient`` / ``denied``. HTTP 503,
+``transient``, connection errors and a tool-reported timeout (504, ``timeout``) are transient.
+
+A tool named ``batch`` (TOL-09, docs/contracts.md §5) is run here as one unit: each item is one
+call of the tool it names, in order, decided with the same :mod:`tool_policy` functions (retries
+with scaled sleeps and the per-item time limit included); the result has one line per item,
+completed, failed or skipped. ``run`` is that per-item loop, also usable on its own.
 """
 
 from __future__ import annotations
 
 import asyncio
-import difflib
 import json
 import time
 from dataclasses import dataclass
@@ -24,15 +24,12 @@ from typing import Any
 
 import aiohttp
 
-from conformance.reference.formatting import cap_output
+from conformance.reference import tool_policy as policy
 from conformance.reference.local_tools import LOCAL_SPECS, LocalToolError, run_local
-from conformance.reference.tool_args import parse_tool_arguments
 
 __all__ = ["ToolBox", "ToolResult", "ToolSpec"]
 
-_RETRIES = 2
-_BACKOFF_S = 0.5  # unscaled; doubled on each retry
-BATCH_TOOL = "batch"
+BATCH_TOOL = policy.BATCH_TOOL
 _LINE_CHARS = 200  # an item's output as shown on its result line
 
 
@@ -56,10 +53,6 @@ class ToolResult:
     status: str
 
 
-class _Transient(Exception):
-    pass
-
-
 class ToolBox:
     """Runs tool calls against hosted tools and, with ``workdir``, local tools."""
 
@@ -71,7 +64,7 @@ class ToolBox:
         workdir: Path | None,
         time_scale: float = 1.0,
         timeout_s: float = 120.0,
-        output_limit: int = 30000,
+        output_limit: int = policy.OUTPUT_LIMIT,
         session: aiohttp.ClientSession | None = None,
         ssl: Any = None,
         log_path: Path | None = None,
@@ -114,10 +107,70 @@ class ToolBox:
         spec = self._specs.get(name)
         return spec.parameters if spec else None
 
+    def _schemas(self) -> dict[str, dict]:
+        return {n: s.parameters for n, s in self._specs.items()}
+
+    # ---- one attempt (the driver's tool I/O) ---------------------------------------------
+    async def attempt(self, call_id: str, name: str, args: dict) -> tuple[str, str, str]:
+        """Execute one attempt: ``(kind, text, error_type)``; never raises for tool failures.
+
+        No time limit here: the caller cancels the attempt (a shell's process group is killed).
+        """
+        if name in self._local and self._workdir is not None:
+            try:
+                return "ok", await run_local(name, args, self._workdir, None), ""
+            except LocalToolError as exc:
+                return "error", str(exc), "local"
+        if not self._endpoint:
+            return "error", "", "unconfigured"
+        session = self._session or aiohttp.ClientSession()
+        try:
+            return await self._post(session, call_id, name, args)
+        finally:
+            if self._session is None:
+                await session.close()
+
+    async def _post(
+        self, session: aiohttp.ClientSession, call_id: str, name: str, args: dict
+    ) -> tuple[str, str, str]:
+        url = f"{self._endpoint}/{name}"
+        try:
+            async with session.post(
+                url, json={"call_id": call_id, "arguments": args}, ssl=self._ssl
+            ) as resp:
+                body = await resp.text()
+                status = resp.status
+        except aiohttp.ClientError as exc:
+            return "transient", f"connection error: {type(exc).__name__}", ""
+        try:
+            data = json.loads(body) if body else {}
+        except json.JSONDecodeError:
+            data = None
+        err = data.get("error") if isinstance(data, dict) else None
+        etype = err.get("type", "execution_error") if isinstance(err, dict) else None
+        message = str(err.get("message", "")) if isinstance(err, dict) else ""
+        if status == 503 or etype == "transient":
+            return "transient", message or f"HTTP {status}", ""
+        if status == 504 or etype == "timeout":
+            # The tool reports its own timeout: transient (seed 004 §7.3.2), retried like a 503.
+            # Only the agent's own limit is a final timeout.
+            return "transient", message or f"the tool timed out (HTTP {status})", ""
+        if etype == "permission_denied":
+            return "denied", message, ""
+        if err is not None:
+            return "error", message, str(etype)
+        if status != 200:
+            return "error", f"HTTP {status} {body[:200]}", "http"
+        if isinstance(data, dict) and "output" in data:
+            out = data["output"]
+            return "ok", out if isinstance(out, str) else json.dumps(out, ensure_ascii=False), ""
+        return "ok", body, ""
+
+    # ---- a whole call with the policy (batch items, and callers without a core) ---------------
     async def run(
         self, call_id: str, name: str, raw_arguments: str | dict, *, truncated: bool
     ) -> ToolResult:
-        """Execute one tool call; never raises for tool-side failures."""
+        """Execute one tool call with the policy; never raises for tool-side failures."""
         start = time.monotonic()
         args_size = (
             len(raw_arguments) if isinstance(raw_arguments, str) else len(json.dumps(raw_arguments))
@@ -129,38 +182,42 @@ class ToolBox:
     async def _run(
         self, call_id: str, name: str, raw: str | dict, truncated: bool
     ) -> tuple[ToolResult, int]:
-        if name not in self._specs:
-            names = sorted(self._specs)
-            close = difflib.get_close_matches(name, names, n=1)
-            msg = f"Error: tool {name!r} does not exist. Available tools: {', '.join(names) or '(none)'}."
-            if close:
-                msg += f" Did you mean {close[0]!r}?"
-            return ToolResult(call_id, name, msg, True, "unknown"), 0
-        parsed = parse_tool_arguments(raw, truncated=truncated, schema=self.schema_of(name))
-        if not parsed.ok:
-            return ToolResult(call_id, name, f"Error: {parsed.error}", True, "invalid"), 0
-        args = parsed.arguments or {}
+        pre = policy.precheck(name, raw, truncated=truncated, schemas=self._schemas())
+        if pre.parsed is None:
+            return ToolResult(call_id, name, pre.output, True, pre.status), 0
+        args = pre.parsed.arguments or {}
         if name == BATCH_TOOL:
-            return await self._run_batch(call_id, args), 1
-        limit = self._timeout_s * self._scale
+            return await self.run_batch(call_id, args), 1
         attempts = 1
         try:
-            async with asyncio.timeout(limit):
-                if name in self._local and self._workdir is not None:
-                    status, output = await self._run_local(name, args, limit)
-                else:
-                    status, output, attempts = await self._run_hosted(call_id, name, args)
+            async with asyncio.timeout(self._timeout_s * self._scale):
+                status, output, attempts = await self._attempts(call_id, name, args)
         except TimeoutError:
-            status = "timeout"
-            output = (
-                f"Error: tool {name!r} timed out after {self._timeout_s:g} seconds and was stopped."
-            )
-        output = cap_output(output, self._limit)
-        if parsed.warning:
-            output += "\n\n" + parsed.warning
+            status, output = "timeout", policy.timeout_text(name, self._timeout_s)
+        output = policy.final_output(output, pre.parsed.warning, self._limit)
         return ToolResult(call_id, name, output, status != "ok", status), attempts
 
-    async def _run_batch(self, call_id: str, args: dict) -> ToolResult:
+    async def _attempts(self, call_id: str, name: str, args: dict) -> tuple[str, str, int]:
+        last = ""
+        for n in range(1, policy.RETRIES + 2):
+            if n > 1:
+                await asyncio.sleep(policy.backoff_s(n - 1) * self._scale)
+            kind, text, etype = await self.attempt(call_id, name, args)
+            if kind == "ok":
+                return "ok", text, n
+            if kind == "denied":
+                return "denied", policy.denied_text(name, text), n
+            if kind == "error":
+                # No endpoint: nothing was attempted.
+                return (
+                    "error",
+                    policy.error_text(name, etype, text),
+                    (0 if etype == "unconfigured" else n),
+                )
+            last = text
+        return "error", policy.unavailable_text(name, last), policy.RETRIES + 1
+
+    async def run_batch(self, call_id: str, args: dict) -> ToolResult:
         """TOL-09: run the items in order; one line per item: completed, failed or skipped."""
         items = args.get("items")
         if not isinstance(items, list) or not items:
@@ -193,83 +250,23 @@ class ToolBox:
         status = "error" if failures else "ok"
         return ToolResult(call_id, BATCH_TOOL, "\n".join([head, *lines]), bool(failures), status)
 
-    async def _run_local(self, name: str, args: dict, limit: float) -> tuple[str, str]:
-        try:
-            return "ok", await run_local(name, args, self._workdir, limit)
-        except LocalToolError as exc:
-            return "error", f"Error: tool {name!r} failed: {exc}"
-
-    async def _run_hosted(self, call_id: str, name: str, args: dict) -> tuple[str, str, int]:
-        if not self._endpoint:
-            return "error", f"Error: tool {name!r} cannot run here: no tool endpoint configured.", 0
-        session = self._session or aiohttp.ClientSession()
-        try:
-            last = ""
-            for attempt in range(_RETRIES + 1):
-                if attempt:
-                    await asyncio.sleep(_BACKOFF_S * (2 ** (attempt - 1)) * self._scale)
-                try:
-                    return (*await self._post(session, call_id, name, args), attempt + 1)
-                except _Transient as exc:
-                    last = str(exc)
-            return "error", f"Error: tool {name!r} is temporarily unavailable: {last}", _RETRIES + 1
-        finally:
-            if self._session is None:
-                await session.close()
-
-    async def _post(
-        self, session: aiohttp.ClientSession, call_id: str, name: str, args: dict
-    ) -> tuple[str, str]:
-        url = f"{self._endpoint}/{name}"
-        try:
-            async with session.post(
-                url, json={"call_id": call_id, "arguments": args}, ssl=self._ssl
-            ) as resp:
-                body = await resp.text()
-                status = resp.status
-        except aiohttp.ClientError as exc:
-            raise _Transient(f"connection error: {type(exc).__name__}") from None
-        try:
-            data = json.loads(body) if body else {}
-        except json.JSONDecodeError:
-            data = None
-        err = data.get("error") if isinstance(data, dict) else None
-        etype = err.get("type", "execution_error") if isinstance(err, dict) else None
-        message = str(err.get("message", "")) if isinstance(err, dict) else ""
-        if status == 503 or etype == "transient":
-            raise _Transient(message or f"HTTP {status}")
-        if status == 504 or etype == "timeout":
-            # The tool reports its own timeout: transient (seed 004 §7.3.2), retried like a 503.
-            # Only the agent's own limit (asyncio.timeout around the run) is a final timeout.
-            raise _Transient(message or f"the tool timed out (HTTP {status})")
-        if etype == "permission_denied":
-            return "denied", (
-                f"Error: permission denied for tool {name!r}: {message or 'no reason given'}. "
-                "The call was not executed and will not be retried. To obtain permission, ask the "
-                f"user to allow {name!r}; otherwise choose another approach."
-            )
-        if err is not None:
-            return "error", f"Error: tool {name!r} failed ({etype}): {message or 'no message'}"
-        if status != 200:
-            return "error", f"Error: tool {name!r} failed: HTTP {status} {body[:200]}"
-        if isinstance(data, dict) and "output" in data:
-            out = data["output"]
-            return "ok", out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
-        return "ok", body
-
     def _log(self, result: ToolResult, duration: float, args_size: int, attempts: int) -> None:
         if self._log_path is None:
             return
-        record = {
-            "ts": time.time(),
-            "call_id": result.call_id,
-            "name": result.name,
-            "status": result.status,
-            "duration_ms": round(duration * 1000, 3),
-            "attempts": attempts,
-            "arguments_chars": args_size,
-            "output_chars": len(result.output),
-        }
-        self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self._log_path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
+        record = policy.log_record(
+            result.call_id,
+            result.name,
+            result.status,
+            duration,
+            attempts,
+            args_size,
+            len(result.output),
+        )
+        write_log_line(self._log_path, record)
+
+
+def write_log_line(path: Path, record: dict) -> None:
+    """Append one tool-call log line, the wall-clock ``ts`` first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"ts": time.time(), **record}) + "\n")

@@ -92,7 +92,7 @@ async def test_ERR_05_a_bug_in_a_driver_task_ends_the_turn_cleanly(monkeypatch):
     async def broken(self, *args, **kwargs):
         raise RuntimeError("tool box exploded")
 
-    monkeypatch.setattr(ToolBox, "run", broken)
+    monkeypatch.setattr(ToolBox, "attempt", broken)
     calls = [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]
     script = Script([json_reply({"content": None, "tool_calls": calls}, "tool_calls")])
     reason, events = await run(

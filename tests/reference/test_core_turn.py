@@ -20,6 +20,7 @@ from conformance.reference.core import (
     BodyFailed,
     CallStopHook,
     CancelRequest,
+    CancelTimer,
     Chunk,
     ConnectFailed,
     CoreError,
@@ -37,7 +38,7 @@ from conformance.reference.core import (
     StartTimer,
     StopHookDone,
     TimerFired,
-    ToolDone,
+    ToolOutcome,
     TurnCore,
     WriteDebugDump,
 )
@@ -140,8 +141,10 @@ class Drive:
         return self.feed(TimerFired(max(self.timers)))
 
     def tool(self, output="ok", status="ok") -> list:
+        """Answer the latest RunTool with a raw outcome (``status``: ok, error, denied, ...)."""
         run = self.of(RunTool)[-1]
-        return self.feed(ToolDone(run.call_id, run.name, status, output, status != "ok"))
+        etype = "execution_error" if status == "error" else ""
+        return self.feed(ToolOutcome(run.call_id, status, output, etype))
 
     @property
     def end(self) -> EndTurn | None:
@@ -447,9 +450,9 @@ def test_TRN_01_02_length_appends_the_hidden_continuation():
 def test_TRN_03_truncated_with_tool_calls_runs_tools_first():
     d = Drive(max_output_tokens=1000)
     d.stream(delta_event(calls=[call(args='{"path": "a')], finish="length"))
-    run = d.of(RunTool)[0]
-    assert run.truncated is True and len(d.sends) == 1
+    assert d.of(RunTool) and len(d.sends) == 1
     d.tool("content")
+    assert "truncated" in d.of(ShowToolResult)[0].output  # the recovered call is flagged
     roles = [m["role"] for m in d.sends[-1].body["messages"]]
     assert roles[-2:] == ["tool", "user"]
     assert d.sends[-1].body["messages"][-1]["content"] == CONTINUATION_TEXT
@@ -559,10 +562,10 @@ def test_RSN_03_empty_assistant_turns_in_history_are_never_sent():
 
 
 # ---- TJS / TOL ------------------------------------------------------------------------
-def test_TJS_01_cut_tool_json_is_run_with_the_truncated_flag():
+def test_TJS_01_cut_tool_json_is_recovered_and_run():
     d = Drive(max_output_tokens=1000)
     d.stream(delta_event(calls=[call(args='{"path": "a')], finish="length"))
-    assert d.of(RunTool) == [RunTool("c1", "read", '{"path": "a', True)]
+    assert d.of(RunTool) == [RunTool("c1", "read", {"path": "a"}, 1)]
 
 
 def test_TOL_06_every_call_gets_exactly_one_result_in_the_next_request():
@@ -586,7 +589,7 @@ def test_TOL_08_tool_failures_are_not_retried_as_api_requests():
 def test_TOL_stale_tool_result_is_ignored():
     d = Drive()
     d.stream(delta_event(calls=[call()], finish="tool_calls"))
-    assert d.feed(ToolDone("other", "read", "ok", "x", False)) == []
+    assert d.feed(ToolOutcome("other", "ok", "x")) == []
 
 
 # ---- LOP ------------------------------------------------------------------------------
@@ -931,7 +934,8 @@ def test_TRN_10_background_tool_is_started_not_waited_for():
     assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == "bg"
     assert "background" in tool_msg["content"]
     # Its result, when it comes, is stale: the turn does not change.
-    assert d.feed(ToolDone("bg", "read", "ok", "built", False)) == []
+    out = d.feed(ToolOutcome("bg", "ok", "built"))
+    assert all(isinstance(a, CancelTimer) for a in out)  # only its time limit is dropped
 
 
 def test_TRN_10_background_tool_counts_as_a_tool_call_for_the_truncation_count():
@@ -1050,7 +1054,7 @@ def test_TRN_04_broken_copy_bound_continuations_off_never_stops():
 def test_STR_03_broken_copy_runs_the_tool_calls_of_a_failed_stream():
     d = Drive(Behaviours(discard_failed_tool_calls=False))
     d.stream(delta_event(calls=[call()]), fail="cut")
-    assert [(r.call_id, r.truncated) for r in d.of(RunTool)] == [("c1", True)]
+    assert [r.call_id for r in d.of(RunTool)] == ["c1"]
     assert d.sends[-1].body["stream"] is False and d.of(RemoveMessage)  # recovery as usual
 
 

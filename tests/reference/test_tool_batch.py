@@ -20,17 +20,17 @@ BATCH = ToolSpec("batch", "Run several tool calls", {"type": "object"})
 
 
 class ScriptedBox(ToolBox):
-    """Hosted calls answered from a script: (status, output) per call, in order."""
+    """Hosted attempts answered from a script: (kind, text) per attempt, in order."""
 
     def __init__(self, script: list[tuple[str, str]]) -> None:
         super().__init__([WRITE, BATCH], hosted_endpoint="http://unused", workdir=None)
         self.script = list(script)
         self.calls: list[tuple[str, str, dict]] = []
 
-    async def _run_hosted(self, call_id: str, name: str, args: dict) -> tuple[str, str, int]:
+    async def attempt(self, call_id: str, name: str, args: dict) -> tuple[str, str, str]:
         self.calls.append((call_id, name, args))
-        status, output = self.script.pop(0)
-        return status, output, 1
+        kind, text = self.script.pop(0)
+        return kind, text, "execution_error" if kind == "error" else ""
 
 
 def _batch(stop_on_error: bool | None = True, paths=("a.txt", "b.txt", "c.txt")) -> str:
