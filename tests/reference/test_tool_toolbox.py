@@ -1,4 +1,9 @@
-"""Tests for conformance.reference.toolbox.ToolBox against a hosted tool server on loopback."""
+"""The tool executor's I/O against a hosted tool server on loopback, and the local tools.
+
+The decisions (unknown tool, arguments, retries, limits, texts, caps) are tested on the core in
+``test_core_tools.py``; here one attempt reports raw outcomes, and ``run`` (the per-item loop
+of a batch) is checked end to end.
+"""
 
 from __future__ import annotations
 
@@ -41,9 +46,11 @@ class Host:
     def __init__(self) -> None:
         self.replies: list[Callable[[], web.StreamResponse] | tuple[int, dict | str] | float] = []
         self.requests: list[tuple[str, dict]] = []
+        self.seen = asyncio.Event()  # set once a request arrived
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.requests.append((request.match_info["name"], await request.json()))
+        self.seen.set()
         reply = self.replies.pop(0) if self.replies else (200, {"output": "default"})
         if isinstance(reply, float):
             await asyncio.sleep(reply)  # a hang; the client must give up first
@@ -73,119 +80,116 @@ def box(endpoint: str | None, **kw) -> ToolBox:
     return ToolBox(SPECS, hosted_endpoint=endpoint, workdir=kw.pop("workdir", None), **kw)
 
 
-async def test_TOL_success_posts_call_id_and_arguments(host) -> None:
+# ---- one attempt: the raw outcome, no retry, no limit, no cap (the core decides) ----------
+async def test_attempt_posts_call_id_and_arguments_once(host) -> None:
     h, url = host
     h.replies = [(200, {"output": "sunny"})]
-    res = await box(url).run("c1", "get_weather", '{"city": "Oslo"}', truncated=False)
-    assert (res.status, res.output, res.is_error) == ("ok", "sunny", False)
+    assert await box(url).attempt("c1", "get_weather", {"city": "Oslo"}) == ("ok", "sunny", "")
     assert h.requests == [("get_weather", {"call_id": "c1", "arguments": {"city": "Oslo"}})]
 
 
-async def test_TOL_01_unknown_tool_lists_tools_and_suggests(host) -> None:
-    h, url = host
-    res = await box(url).run("c1", "get_wether", "{}", truncated=False)
-    assert res.status == "unknown" and res.is_error
-    assert "does not exist" in res.output
-    assert "get_weather" in res.output and "write_note" in res.output
-    assert "Did you mean 'get_weather'" in res.output
-    assert h.requests == []
-
-
-async def test_TOL_02_schema_violation_not_sent(host) -> None:
-    h, url = host
-    res = await box(url).run(
-        "c1", "get_weather", '{"city": "Oslo", "days": "two"}', truncated=False
-    )
-    assert res.status == "invalid" and "days" in res.output and "integer" in res.output
-    assert h.requests == []
-
-
-async def test_TJS_01_malformed_truncated_has_hint(host) -> None:
-    h, url = host
-    res = await box(url).run("c1", "get_weather", '{"city": ["Os', truncated=True)
-    assert res.status == "invalid" and HINT in res.output and h.requests == []
-
-
-async def test_TJS_02_recovered_args_executed_and_warning_appended(host) -> None:
-    h, url = host
-    h.replies = [(200, {"output": "saved"})]
-    res = await box(url).run("c1", "write_note", '{"title": "t", "body": "long te', truncated=True)
-    assert res.status == "ok" and res.output.startswith("saved")
-    assert "truncated" in res.output[len("saved") :]
-    assert h.requests[0][1]["arguments"] == {"title": "t", "body": "long te"}
-
-
-async def test_TJS_06_double_encoded_object(host) -> None:
-    h, url = host
-    await box(url).run(
-        "c1", "get_weather", json.dumps(json.dumps({"city": "Rome"})), truncated=False
-    )
-    assert h.requests[0][1]["arguments"] == {"city": "Rome"}
-
-
-async def test_TOL_03_execution_error_reported(host) -> None:
+async def test_TOL_03_attempt_reports_a_structured_error_raw(host) -> None:
     h, url = host
     h.replies = [(200, {"error": {"type": "execution_error", "message": "disk full"}})]
-    res = await box(url).run("c1", "write_note", {"title": "t"}, truncated=False)
-    assert (
-        res.status == "error"
-        and res.is_error
-        and "failed" in res.output
-        and "disk full" in res.output
+    out = await box(url).attempt("c1", "write_note", {"title": "t"})
+    assert out == ("error", "disk full", "execution_error") and len(h.requests) == 1
+
+
+async def test_attempt_reports_an_unstructured_http_error(host) -> None:
+    h, url = host
+    h.replies = [(500, "oops")]
+    assert await box(url).attempt("c1", "write_note", {"title": "t"}) == (
+        "error",
+        "HTTP 500 oops",
+        "http",
     )
-    assert len(h.requests) == 1
 
 
-async def test_TOL_05_permission_denied_not_retried(host) -> None:
+async def test_TOL_05_attempt_reports_the_denial_reason(host) -> None:
     h, url = host
     h.replies = [(200, {"error": {"type": "permission_denied", "message": "writes are disabled"}})]
-    res = await box(url).run("c1", "write_note", {"title": "t"}, truncated=False)
-    assert (
-        res.status == "denied"
-        and "writes are disabled" in res.output
-        and "permission" in res.output
-    )
+    out = await box(url).attempt("c1", "write_note", {"title": "t"})
+    assert out == ("denied", "writes are disabled", "") and len(h.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "text"),
+    [
+        ((503, {"error": {"type": "transient", "message": "busy"}}), "busy"),
+        ((200, {"error": {"type": "transient"}}), "HTTP 200"),
+        (
+            (504, {"error": {"type": "timeout", "message": "upstream timed out"}}),
+            "upstream timed out",
+        ),
+        ((504, ""), "the tool timed out (HTTP 504)"),
+    ],
+)
+async def test_TOL_07_attempt_reports_transient_failures_without_retrying(
+    host, reply, text
+) -> None:
+    h, url = host
+    h.replies = [reply, (200, {"output": "not asked for"})]
+    assert await box(url).attempt("c1", "get_weather", {"city": "x"}) == ("transient", text, "")
     assert len(h.requests) == 1
 
 
-async def test_TOL_07_transient_retried_invisibly(host) -> None:
+async def test_TOL_07_attempt_connection_error_is_transient() -> None:
+    out = await box("http://127.0.0.1:1/tools").attempt("c1", "get_weather", {"city": "x"})
+    assert out == ("transient", "connection error: ClientConnectorError", "")
+
+
+async def test_attempt_plain_text_reply_is_output(host) -> None:
+    h, url = host
+    h.replies = [(200, "raw text")]
+    assert await box(url).attempt("c1", "get_weather", {"city": "x"}) == ("ok", "raw text", "")
+
+
+async def test_attempt_without_endpoint_is_unconfigured() -> None:
+    assert await box(None).attempt("c1", "get_weather", {"city": "x"}) == (
+        "error",
+        "",
+        "unconfigured",
+    )
+
+
+async def test_FMT_03_attempt_does_not_cap(host) -> None:
+    h, url = host
+    big = "x" * 100_000
+    h.replies = [(200, {"output": big})]
+    assert (await box(url, output_limit=10).attempt("c1", "get_weather", {"city": "x"}))[1] == big
+
+
+async def test_TOL_04_attempt_has_no_limit_of_its_own_and_stops_when_cancelled(host) -> None:
+    h, url = host
+    h.replies = [30.0]  # a hang
+    task = asyncio.ensure_future(box(url, timeout_s=0.001).attempt("c1", "get_weather", {}))
+    await asyncio.wait_for(h.seen.wait(), 5)
+    assert not task.done()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+# ---- the per-item loop (batch items): the same policy, with scaled sleeps ---------------------
+async def test_TOL_07_run_retries_a_transient_item_then_succeeds(host) -> None:
     h, url = host
     h.replies = [
         (503, {"error": {"type": "transient", "message": "busy"}}),
-        (200, {"output": "ok now"}),
+        (200, {"output": "ok"}),
     ]
     res = await box(url).run("c1", "get_weather", {"city": "x"}, truncated=False)
-    assert (res.status, res.output) == ("ok", "ok now")
-    assert len(h.requests) == 2 and h.requests[0] == h.requests[1]
+    assert (res.status, res.output) == ("ok", "ok") and len(h.requests) == 2
 
 
-async def test_TOL_07_transient_gives_up_after_two_retries(host) -> None:
+async def test_TOL_07_run_gives_up_after_two_retries(host) -> None:
     h, url = host
     h.replies = [(503, {"error": {"type": "transient", "message": "busy"}})] * 5
     res = await box(url).run("c1", "get_weather", {"city": "x"}, truncated=False)
-    assert res.status == "error" and "busy" in res.output
+    assert res.output == "Error: tool 'get_weather' is temporarily unavailable: busy"
     assert len(h.requests) == 3
 
 
-async def test_TOL_07_a_timeout_the_tool_reports_is_retried_like_a_transient(host) -> None:
-    h, url = host
-    h.replies = [
-        (504, {"error": {"type": "timeout", "message": "upstream timed out"}}),
-        (200, {"output": "ok now"}),
-    ]
-    res = await box(url, timeout_s=20).run("c1", "get_weather", {"city": "x"}, truncated=False)
-    assert (res.status, res.output) == ("ok", "ok now")
-    assert len(h.requests) == 2
-
-
-async def test_TOL_07_connection_error_retried_then_reported() -> None:
-    res = await box("http://127.0.0.1:1/tools").run(
-        "c1", "get_weather", {"city": "x"}, truncated=False
-    )
-    assert res.status == "error" and "connection" in res.output
-
-
-async def test_TOL_04_hang_times_out_with_unscaled_limit(host) -> None:
+async def test_TOL_04_run_hang_times_out_with_unscaled_limit(host) -> None:
     h, url = host
     h.replies = [5.0]
     loop = asyncio.get_running_loop()
@@ -197,23 +201,7 @@ async def test_TOL_04_hang_times_out_with_unscaled_limit(host) -> None:
     assert res.status == "timeout" and "timed out" in res.output and "60 seconds" in res.output
 
 
-async def test_FMT_01_large_output_capped(host) -> None:
-    h, url = host
-    big = "".join(f"line {i:05d} xxxxxxxx\n" for i in range(5000))
-    h.replies = [(200, {"output": big})]
-    res = await box(url, output_limit=2000).run("c1", "get_weather", {"city": "x"}, truncated=False)
-    assert len(res.output) <= 2000 and str(len(big)) in res.output
-    assert res.output.startswith("line 00000") and res.output.endswith("line 04999 xxxxxxxx\n")
-
-
-async def test_plain_text_reply_is_output(host) -> None:
-    h, url = host
-    h.replies = [(200, "raw text")]
-    res = await box(url).run("c1", "get_weather", {"city": "x"}, truncated=False)
-    assert (res.status, res.output) == ("ok", "raw text")
-
-
-async def test_DBG_03_log_has_one_record_per_call_without_arguments(host, tmp_path: Path) -> None:
+async def test_DBG_03_run_logs_one_record_per_call_without_arguments(host, tmp_path: Path) -> None:
     h, url = host
     log = tmp_path / "dbg" / "tool-calls.jsonl"
     tb = box(url, log_path=log)
@@ -226,6 +214,7 @@ async def test_DBG_03_log_has_one_record_per_call_without_arguments(host, tmp_pa
         ("c1", "get_weather", "ok"),
         ("c2", "nope", "unknown"),
     ]
+    assert list(recs[0])[0] == "ts"
     assert all({"duration_ms", "arguments_chars", "output_chars"} <= set(r) for r in recs)
 
 
