@@ -69,6 +69,7 @@ HOSTILE = {
     "no_finish": ["no_finish"],
 }
 
+TOOL_FAULTS = ["transient", "error", "transient", "denied", "transient", "ok"]
 statuses = st.sampled_from([400, 401, 404, 408, 429, 500, 503, 529])
 retry_headers = st.sampled_from(
     [{}, {"Retry-After": "2"}, {"retry-after-ms": "300"}, {"Retry-After": "3600"}, {}]
@@ -393,7 +394,9 @@ class TurnMachine(RuleBasedStateMachine):
                 break
             f = faults[n % len(faults)]
             if self.tool is not None:
-                self.tool_returns("error")
+                # Tool outcomes cycle too: retries, the time limit (the lowest timer fired
+                # below) and denials must all still end the turn.
+                self.tool_returns(TOOL_FAULTS[n % len(TOOL_FAULTS)])
             elif self.hook:
                 self.stop_hook_returns("blocked")
             elif self.req_state == "sent":
