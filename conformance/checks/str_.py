@@ -274,6 +274,17 @@ def _events_between(ev: Evidence, start_ns: int, end_ns: int | None) -> list[dic
     ]
 
 
+def _window_end(nxt: dict) -> int:
+    """Until when an agent's events may still belong to the attempt before ``nxt``.
+
+    Events are stamped when the harness reads them, which for an outside command can be after
+    the agent already sent its next request. A non-streaming reply's message can only be shown
+    once its body has ended, so before a non-streaming next attempt the window runs to that end;
+    before a streaming one (whose content may show while it arrives) it stops at its arrival.
+    """
+    return Evidence.end_ns(nxt) if not Evidence.mode(nxt) else int(nxt["t_arrival_ns"])
+
+
 def _turn_end_ns(ev: Evidence) -> int | None:
     ends = [x.get("t_ns") for x in ev.turn_ends() if x.get("t_ns") is not None]
     return min(ends) if ends else None
@@ -303,7 +314,7 @@ def check_str_02(ev: Evidence) -> Finding:
         if not broke_after_headers(e):
             continue
         broke += 1
-        nxt = chat[i + 1]["t_arrival_ns"] if i + 1 < len(chat) else None
+        nxt = _window_end(chat[i + 1]) if i + 1 < len(chat) else None
         shown = {
             x.get("id")
             for x in _events_between(ev, int(e["t_arrival_ns"]), nxt)

@@ -60,7 +60,9 @@ def _str02(removed_at: int | None, end_at: int = 10**9) -> str:
     events = [ev_at(b, 1000, type="message", id="m1", role="assistant", text="Hel")]
     if removed_at is not None:
         events.append(ev_at(b, removed_at, type="removed", id="m1"))
-    events.append(ev_at(fb, 1000, type="message", id="m2", role="assistant", text="Hi"))
+    # A non-streaming reply is shown once its body has ended.
+    shown_at = int(fb["response"]["t_end_ns"]) - int(fb["t_arrival_ns"]) + 1000
+    events.append(ev_at(fb, shown_at, type="message", id="m2", role="assistant", text="Hi"))
     events.append(ev_at(b, end_at, type="turn_end", reason="completed"))
     return run_check("STR-02", j.evidence(events)).outcome
 
@@ -512,3 +514,20 @@ def test_str_15_an_error_after_the_streams_own_end_is_not_judged() -> None:
     assert run_check("STR-15", j.evidence([])).outcome == "not_applicable"
     e["fault_params"] = {"after_events": 2}  # the same error before the finish: judged
     assert run_check("STR-15", j.evidence([])).outcome == "fail"
+
+
+def test_str_02_a_partial_read_late_still_belongs_to_the_broken_stream() -> None:
+    """An outside command's line can be read after its fallback request already arrived."""
+    j = Journal()
+    b = broken(j)
+    fb = attempt(j, PLAIN, plain_json("Hi"), wait=0.01, duration=0.5)
+    late = int(fb["t_arrival_ns"]) - int(b["t_arrival_ns"]) + 1000  # after fb arrived
+    after = int(fb["response"]["t_end_ns"]) - int(fb["t_arrival_ns"]) + 1000
+    events = [
+        ev_at(b, late, type="message", id="m1", role="assistant", text="Hel"),
+        ev_at(fb, after, type="message", id="m2", role="assistant", text="Hi"),
+        ev_at(fb, after + 10, type="turn_end", reason="completed"),
+    ]
+    assert run_check("STR-02", j.evidence(events)).outcome == "fail"  # shown, never removed
+    events.insert(1, ev_at(fb, after - 500, type="removed", id="m1"))
+    assert run_check("STR-02", j.evidence(events)).outcome == "pass"
