@@ -274,15 +274,28 @@ def _events_between(ev: Evidence, start_ns: int, end_ns: int | None) -> list[dic
     ]
 
 
-def _window_end(nxt: dict) -> int:
+def _window_end(nxt: dict | None) -> int | None:
     """Until when an agent's events may still belong to the attempt before ``nxt``.
 
     Events are stamped when the harness reads them, which for an outside command can be after
-    the agent already sent its next request. A non-streaming reply's message can only be shown
-    once its body has ended, so before a non-streaming next attempt the window runs to that end;
-    before a streaming one (whose content may show while it arrives) it stops at its arrival.
+    the agent already sent its next request. Before a non-streaming next attempt the window
+    runs to that attempt's end (its own message is told apart by :func:`_is_reply_of`); before
+    a streaming one, whose content may show while it arrives, it stops at its arrival.
     """
+    if nxt is None:
+        return None
     return Evidence.end_ns(nxt) if not Evidence.mode(nxt) else int(nxt["t_arrival_ns"])
+
+
+def _is_reply_of(message: dict, nxt: dict | None) -> bool:
+    """Whether a message shows the non-streaming next attempt's own reply, not the partial."""
+    if nxt is None or Evidence.mode(nxt) or message.get("t_ns", 0) < nxt["t_arrival_ns"]:
+        return False
+    r = wire_reply(nxt)
+    return (message.get("text") or "") == r.text and (message.get("reasoning") or "") in (
+        "",
+        r.reasoning,
+    )
 
 
 def _turn_end_ns(ev: Evidence) -> int | None:
@@ -314,11 +327,13 @@ def check_str_02(ev: Evidence) -> Finding:
         if not broke_after_headers(e):
             continue
         broke += 1
-        nxt = _window_end(chat[i + 1]) if i + 1 < len(chat) else None
+        nxt = chat[i + 1] if i + 1 < len(chat) else None
         shown = {
             x.get("id")
-            for x in _events_between(ev, int(e["t_arrival_ns"]), nxt)
-            if x.get("type") == "message" and x.get("role", "assistant") == "assistant"
+            for x in _events_between(ev, int(e["t_arrival_ns"]), _window_end(nxt))
+            if x.get("type") == "message"
+            and x.get("role", "assistant") == "assistant"
+            and not _is_reply_of(x, nxt)
         }
         for mid in sorted(shown, key=str):
             judged += 1

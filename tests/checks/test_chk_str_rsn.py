@@ -531,3 +531,17 @@ def test_str_02_a_partial_read_late_still_belongs_to_the_broken_stream() -> None
     assert run_check("STR-02", j.evidence(events)).outcome == "fail"  # shown, never removed
     events.insert(1, ev_at(fb, after - 500, type="removed", id="m1"))
     assert run_check("STR-02", j.evidence(events)).outcome == "pass"
+
+
+def test_str_02_the_fallbacks_own_reply_is_not_the_partial() -> None:
+    """A fallback message stamped before the gateway recorded the body's end is still its own."""
+    j = Journal()
+    b = broken(j)
+    fb = attempt(j, PLAIN, plain_json("Hi"), wait=0.01, duration=0.5)
+    events = [
+        ev_at(b, 1000, type="message", id="m1", role="assistant", text="Hel"),
+        ev_at(b, 2000, type="removed", id="m1"),
+        ev_at(fb, 1000, type="message", id="m2", role="assistant", text="Hi"),
+        ev_at(fb, 10**9, type="turn_end", reason="completed"),
+    ]
+    assert run_check("STR-02", j.evidence(events)).outcome == "pass"
