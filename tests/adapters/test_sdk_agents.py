@@ -1,6 +1,6 @@
 """The Python agent SDK adapters through real scenarios, at each SDK's defaults.
 
-One set of tests, run for every SDK whose optional extra is installed (`pip install
+One set of tests, run for the openai SDK and every agent SDK whose optional extra is installed (`pip install
 '.[sdk-NAME]'`, or `tox -e sdk-NAME`); an SDK that is missing is skipped with the extra to install.
 """
 
@@ -24,6 +24,7 @@ CRITERIA = Path(__file__).resolve().parents[2] / "scenarios" / "criteria"
 
 # (--agent name, the module the SDK installs, its extra)
 SDKS = [
+    ("openai-sdk", "openai", "sdk"),
     ("openai-agents", "agents", "sdk-openai-agents"),
     ("pydantic-ai", "pydantic_ai", "sdk-pydantic-ai"),
     ("langchain-openai", "langchain_openai", "sdk-langchain-openai"),
