@@ -70,6 +70,41 @@ def harness_error_plan(message: str, dialect: str = "openai_chat") -> Plan:
     )
 
 
+def _http_error(plan: Plan, p: dict[str, Any], default_body: Any) -> Plan:
+    """An error status with the scenario's body (or the dialect's default) and headers."""
+    plan.status, plan.stream = int(p["status"]), False
+    body = p.get("body")
+    if body is None:
+        body = default_body
+    raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    plan.headers = {
+        **({} if isinstance(body, str) else JSON_HEADERS),
+        **{k: str(v) for k, v in (p.get("headers") or {}).items()},
+    }
+    plan.chunks, plan.full_bytes = [Chunk(raw, event=False)], len(raw)
+    plan.retry_after_date = p.get("retry_after_date")
+    return plan
+
+
+def _reset(plan: Plan) -> Plan:
+    plan.reset_before_headers, plan.ending = True, "reset"
+    return plan
+
+
+def _json_reply(plan: Plan, body: str, name: str | None, p: dict[str, Any]) -> Plan:
+    """A non-streaming body: whole, delayed by a stall, or cut at a byte."""
+    raw = body.encode()
+    plan.headers, plan.full_bytes = dict(JSON_HEADERS), len(raw)
+    delay = float(p["seconds"]) if name == "stall" else 0.0
+    if name == "cut":
+        at = int(p.get("at_byte", 0))
+        plan.chunks = [Chunk(raw[:at], delay, event=False)]
+        plan.cut_at_byte, plan.ending = min(at, len(raw)), p.get("mode", "reset")
+    else:
+        plan.chunks = [Chunk(raw, delay, event=False)]
+    return plan
+
+
 def _truncate(reply: dict[str, Any], part: str, at: int) -> dict[str, Any]:
     r = dict(reply, finish_reason="length")
     if part == "arguments":
@@ -97,28 +132,11 @@ def make_plan(step: Step, request: dict[str, Any], dialect: str = "openai_chat")
     plan = Plan(stream=stream, fault=name)
 
     if name == "http_error":
-        plan.status = int(p["status"])
-        plan.stream = False
-        body = p.get("body")
-        if body is None:
-            body = oc.error_body(
-                f"simulated error {plan.status}",
-                "rate_limit_error" if plan.status == 429 else "server_error",
-                str(plan.status),
-            )
-        raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        plan.headers = {
-            **({} if isinstance(body, str) else JSON_HEADERS),
-            **{k: str(v) for k, v in (p.get("headers") or {}).items()},
-        }
-        plan.chunks = [Chunk(raw, event=False)]
-        plan.full_bytes = len(raw)
-        plan.retry_after_date = p.get("retry_after_date")
-        return plan
+        status = int(p["status"])
+        kind = "rate_limit_error" if status == 429 else "server_error"
+        return _http_error(plan, p, oc.error_body(f"simulated error {status}", kind, str(status)))
     if name == "reset_before_headers":
-        plan.reset_before_headers = True
-        plan.ending = "reset"
-        return plan
+        return _reset(plan)
     if name == "length":
         reply = _truncate(reply, p["part"], int(p["at"]))
     if name == "empty_reply":
@@ -132,17 +150,9 @@ def make_plan(step: Step, request: dict[str, Any], dialect: str = "openai_chat")
         plan.header_delay = float(p["seconds"])
 
     if not stream:
-        raw = json.dumps(oc.json_body(reply, model), ensure_ascii=False).encode()
-        plan.headers = dict(JSON_HEADERS)
-        plan.full_bytes = len(raw)
-        delay = float(p["seconds"]) if name == "stall" else 0.0
-        if name == "cut":
-            at = int(p.get("at_byte", 0))
-            plan.chunks = [Chunk(raw[:at], delay, event=False)]
-            plan.cut_at_byte, plan.ending = min(at, len(raw)), p.get("mode", "reset")
-        else:
-            plan.chunks = [Chunk(raw, delay, event=False)]
-        return plan
+        return _json_reply(
+            plan, json.dumps(oc.json_body(reply, model), ensure_ascii=False), name, p
+        )
 
     done = name not in ("finish_without_done",) and (
         name != "end_without_finish" or bool(p.get("done", False))
@@ -215,21 +225,9 @@ def _dialect_plan(step: Step, request: dict[str, Any], d: Any) -> Plan:
     reply = dict(step.reply or {})
     plan = Plan(stream=stream, fault=name)
     if name == "http_error":
-        plan.status, plan.stream = int(p["status"]), False
-        body = p.get("body")
-        if body is None:
-            body = d.http_error_body(plan.status)
-        raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-        plan.headers = {
-            **({} if isinstance(body, str) else JSON_HEADERS),
-            **{k: str(v) for k, v in (p.get("headers") or {}).items()},
-        }
-        plan.chunks, plan.full_bytes = [Chunk(raw, event=False)], len(raw)
-        plan.retry_after_date = p.get("retry_after_date")
-        return plan
+        return _http_error(plan, p, d.http_error_body(int(p["status"])))
     if name == "reset_before_headers":
-        plan.reset_before_headers, plan.ending = True, "reset"
-        return plan
+        return _reset(plan)
     empty, terminal = None, True
     if name == "length":
         reply = _truncate(reply, p["part"], int(p["at"]))
@@ -243,16 +241,8 @@ def _dialect_plan(step: Step, request: dict[str, Any], d: Any) -> Plan:
         plan.header_delay = float(p["seconds"])
 
     if not stream:
-        raw = json.dumps(d.json_body(reply, model, empty=empty), ensure_ascii=False).encode()
-        plan.headers, plan.full_bytes = dict(JSON_HEADERS), len(raw)
-        delay = float(p["seconds"]) if name == "stall" else 0.0
-        if name == "cut":
-            at = int(p.get("at_byte", 0))
-            plan.chunks = [Chunk(raw[:at], delay, event=False)]
-            plan.cut_at_byte, plan.ending = min(at, len(raw)), p.get("mode", "reset")
-        else:
-            plan.chunks = [Chunk(raw, delay, event=False)]
-        return plan
+        body = json.dumps(d.json_body(reply, model, empty=empty), ensure_ascii=False)
+        return _json_reply(plan, body, name, p)
 
     reply_json = json.dumps(reply, sort_keys=True)
     frames, marks = _dialect_frames(d.NAME, reply_json, model, terminal, empty)
