@@ -53,3 +53,30 @@ def last_json(raw: bytes) -> list[dict[str, Any]]:
 def scenario(*steps: dict[str, Any], **extra: Any) -> dict[str, Any]:
     """A minimal valid scenario dict around ``steps``."""
     return {"id": "t", "criteria": ["STR-01"], "prompt": "p", "script": list(steps), **extra}
+
+
+# --- Hypothesis strategies shared by the property tests of every dialect ----------------------
+from hypothesis import strategies as st  # noqa: E402
+
+
+def reply_strategy(max_text: int = 40, json_arguments: bool = False) -> st.SearchStrategy[dict]:
+    """Scripted replies: any text and reasoning, piece size, optional tool calls.
+
+    ``json_arguments`` wraps the arguments in a JSON object, for clients (the official SDKs)
+    that parse tool input as JSON.
+    """
+    texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=max_text)
+    args = (
+        texts.map(lambda t: json.dumps({"v": t}, ensure_ascii=False)) if json_arguments else texts
+    )
+    return st.fixed_dictionaries(
+        {"text": texts, "reasoning": texts, "chunk_chars": st.integers(1, 20)},
+        optional={
+            "tool_calls": st.lists(
+                st.fixed_dictionaries(
+                    {"name": st.from_regex(r"[a-z_]{1,8}", fullmatch=True), "arguments": args}
+                ),
+                max_size=2,
+            )
+        },
+    )

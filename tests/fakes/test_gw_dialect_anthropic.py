@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from gw_content import AFTER_EVENTS_FAULTS, before_fault, content, whole_frames
-from gw_wire import Got, scenario
+from gw_wire import Got, reply_strategy, scenario
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -467,18 +467,7 @@ def test_frames_escape_unicode_line_separators():
 
 # -- properties -----------------------------------------------------------------------------------
 
-texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
-replies = st.fixed_dictionaries(
-    {"text": texts, "reasoning": texts, "chunk_chars": st.integers(1, 20)},
-    optional={
-        "tool_calls": st.lists(
-            st.fixed_dictionaries(
-                {"name": st.from_regex(r"[a-z_]{1,8}", fullmatch=True), "arguments": texts}
-            ),
-            max_size=2,
-        )
-    },
-)
+replies = reply_strategy(40)
 
 
 @given(reply=replies, at=st.integers(0, 4000), stream=st.booleans())
@@ -504,21 +493,7 @@ def test_cut_after_events_sends_whole_events(reply, n):
     assert plan.cut_at_byte == sum(len(c.data) for c in plan.chunks)
 
 
-sdk_replies = st.fixed_dictionaries(
-    {"text": texts, "reasoning": texts, "chunk_chars": st.integers(1, 20)},
-    optional={
-        "tool_calls": st.lists(
-            st.fixed_dictionaries(
-                {
-                    "name": st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
-                    # The SDK parses tool input as JSON: arguments are JSON around any text.
-                    "arguments": texts.map(lambda t: json.dumps({"v": t}, ensure_ascii=False)),
-                }
-            ),
-            max_size=2,
-        )
-    },
-)
+sdk_replies = reply_strategy(40, json_arguments=True)
 
 
 @given(reply=sdk_replies)

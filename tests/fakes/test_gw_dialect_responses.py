@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from gw_content import AFTER_EVENTS_FAULTS, before_fault, content, whole_frames
-from gw_wire import Got, scenario
+from gw_wire import Got, reply_strategy, scenario
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -413,18 +413,7 @@ def test_frames_escape_unicode_line_separators():
 
 # -- properties -----------------------------------------------------------------------------------
 
-texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
-replies = st.fixed_dictionaries(
-    {"text": texts, "reasoning": texts, "chunk_chars": st.integers(1, 20)},
-    optional={
-        "tool_calls": st.lists(
-            st.fixed_dictionaries(
-                {"name": st.from_regex(r"[a-z_]{1,8}", fullmatch=True), "arguments": texts}
-            ),
-            max_size=2,
-        )
-    },
-)
+replies = reply_strategy(40)
 
 
 @given(reply=replies, at=st.integers(0, 6000), stream=st.booleans())

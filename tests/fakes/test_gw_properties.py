@@ -6,25 +6,14 @@ import json
 
 import httpx
 import httpx_sse
-from gw_wire import full_stream, scenario
+from gw_wire import full_stream, reply_strategy, scenario
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from fakes.plan import make_plan
 from fakes.scenario import Scenario
 
-texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
-replies = st.fixed_dictionaries(
-    {"text": texts, "reasoning": texts, "chunk_chars": st.integers(1, 20)},
-    optional={
-        "tool_calls": st.lists(
-            st.fixed_dictionaries(
-                {"name": st.from_regex(r"[a-z_]{1,8}", fullmatch=True), "arguments": texts}
-            ),
-            max_size=2,
-        )
-    },
-)
+replies = reply_strategy(60)
 
 
 @given(reply=replies, at=st.integers(0, 5000), stream=st.booleans())
