@@ -173,7 +173,9 @@ def run_scenario(
         debug_files: dict[str, str] = {}
     else:
         session = gateway.create_session(scenario, time_scale=scale)
-        with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
+        # A Ctrl-C can land while the agent still writes here; a cleanup error must not replace
+        # the KeyboardInterrupt, or the run would end without its results.
+        with tempfile.TemporaryDirectory(prefix="conformance-", ignore_cleanup_errors=True) as tmp:
             workdir = Path(tmp) / "work"
             debug_dir = Path(tmp) / "debug"
             workdir.mkdir()
