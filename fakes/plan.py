@@ -15,7 +15,7 @@ from typing import Any
 
 from fakes.dialects import anthropic_messages, openai_responses
 from fakes.dialects import openai_chat as oc
-from fakes.scenario import STREAM_ONLY, Step
+from fakes.scenario import API_KEY_PLACEHOLDER, OTHERWISE_INDEX, STREAM_ONLY, Step
 
 __all__ = ["Chunk", "Plan", "make_plan", "harness_error_plan", "DIALECTS"]
 
@@ -56,6 +56,7 @@ class Plan:
     reset_before_headers: bool = False
     retry_after_date: float | None = None
     harness_error: str | None = None
+    secrets: tuple[str, ...] = ()  # echoed in the body; the journal keeps [REDACTED] instead
 
 
 def harness_error_plan(message: str, dialect: str = "openai_chat") -> Plan:
@@ -70,12 +71,17 @@ def harness_error_plan(message: str, dialect: str = "openai_chat") -> Plan:
     )
 
 
-def _http_error(plan: Plan, p: dict[str, Any], default_body: Any) -> Plan:
+def _http_error(
+    plan: Plan, p: dict[str, Any], default_body: Any, api_key: str | None = None
+) -> Plan:
     """An error status with the scenario's body (or the dialect's default) and headers."""
     plan.status, plan.stream = int(p["status"]), False
     body = p.get("body")
     if body is None:
         body = default_body
+    if p.get("echo_api_key"):
+        body = _echo_key(body, p, api_key or "")
+        plan.secrets = (api_key,) if api_key else ()
     raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
     plan.headers = {
         **({} if isinstance(body, str) else JSON_HEADERS),
@@ -84,6 +90,37 @@ def _http_error(plan: Plan, p: dict[str, Any], default_body: Any) -> Plan:
     plan.chunks, plan.full_bytes = [Chunk(raw, event=False)], len(raw)
     plan.retry_after_date = p.get("retry_after_date")
     return plan
+
+
+def mask_key(key: str) -> str:
+    """A key as OpenAI echoes it: its first 7 and last 4 characters (less of a short key)."""
+    head, tail = min(7, len(key) // 4), min(4, len(key) // 4)
+    return key[:head] + "..." + (key[-tail:] if tail else "")
+
+
+def _echo_key(body: Any, p: dict[str, Any], key: str) -> Any:
+    """``body`` with the request's key in it: every ``{api_key}`` of a scripted body, or the
+    default body's message (the three dialects keep it at ``error.message``)."""
+    shown = (key if p["echo_api_key"] == "full" else mask_key(key)) if key else "(none)"
+    if p.get("body") is not None:
+        return _substitute(body, shown)
+    body = json.loads(json.dumps(body))
+    err = body["error"]
+    if int(p["status"]) == 401:
+        err["message"] = f"Incorrect API key provided: {shown}."
+    else:
+        err["message"] = f"{err['message']} (API key {shown})"
+    return body
+
+
+def _substitute(value: Any, shown: str) -> Any:
+    if isinstance(value, str):
+        return value.replace(API_KEY_PLACEHOLDER, shown)
+    if isinstance(value, dict):
+        return {k: _substitute(v, shown) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, shown) for v in value]
+    return value
 
 
 def _reset(plan: Plan) -> Plan:
@@ -117,12 +154,15 @@ def _truncate(reply: dict[str, Any], part: str, at: int) -> dict[str, Any]:
     return r
 
 
-def make_plan(step: Step, request: dict[str, Any], dialect: str = "openai_chat") -> Plan:
-    """The plan for ``request`` (parsed JSON body) served by ``step`` in ``dialect``."""
+def make_plan(
+    step: Step, request: dict[str, Any], dialect: str = "openai_chat", api_key: str | None = None
+) -> Plan:
+    """The plan for ``request`` (parsed JSON body) served by ``step`` in ``dialect``;
+    ``api_key`` is the key the request carried (only an ``echo_api_key`` error shows it)."""
     if step.replay is not None:
-        return _replay_plan(step, request, dialect)
+        return _replay_plan(step, request, dialect, api_key)
     if dialect != "openai_chat":
-        return _dialect_plan(step, request, DIALECTS[dialect])
+        return _dialect_plan(step, request, DIALECTS[dialect], api_key)
     stream = bool(request.get("stream"))
     model = str(request.get("model") or "fake-model")
     name, p = step.fault_name, step.fault_params
@@ -134,7 +174,8 @@ def make_plan(step: Step, request: dict[str, Any], dialect: str = "openai_chat")
     if name == "http_error":
         status = int(p["status"])
         kind = "rate_limit_error" if status == 429 else "server_error"
-        return _http_error(plan, p, oc.error_body(f"simulated error {status}", kind, str(status)))
+        default = oc.error_body(f"simulated error {status}", kind, str(status))
+        return _http_error(plan, p, default, api_key)
     if name == "reset_before_headers":
         return _reset(plan)
     if name == "length":
@@ -216,7 +257,7 @@ def _no_choices(plan: Plan, model: str) -> Plan:
 # (``message_stop``; Responses has none apart from the terminal event), see docs/gateway.md.
 
 
-def _dialect_plan(step: Step, request: dict[str, Any], d: Any) -> Plan:
+def _dialect_plan(step: Step, request: dict[str, Any], d: Any, api_key: str | None) -> Plan:
     stream = bool(request.get("stream"))
     model = str(request.get("model") or "fake-model")
     name, p = step.fault_name, step.fault_params
@@ -225,7 +266,7 @@ def _dialect_plan(step: Step, request: dict[str, Any], d: Any) -> Plan:
     reply = dict(step.reply or {})
     plan = Plan(stream=stream, fault=name)
     if name == "http_error":
-        return _http_error(plan, p, d.http_error_body(int(p["status"])))
+        return _http_error(plan, p, d.http_error_body(int(p["status"])), api_key)
     if name == "reset_before_headers":
         return _reset(plan)
     empty, terminal = None, True
@@ -340,7 +381,9 @@ def _neutral_position(
 # -- replay: recorded bytes (a probe's recording) -------------------------------------------
 
 
-def _replay_plan(step: Step, request: dict[str, Any], dialect: str = "openai_chat") -> Plan:
+def _replay_plan(
+    step: Step, request: dict[str, Any], dialect: str = "openai_chat", api_key: str | None = None
+) -> Plan:
     """Carry out a ``replay`` step: the recorded status, headers and chunks, byte for byte.
 
     Faults that act on bytes still apply (``http_error`` and ``reset_before_headers`` replace
@@ -352,12 +395,15 @@ def _replay_plan(step: Step, request: dict[str, Any], dialect: str = "openai_cha
     """
     name, p = step.fault_name, step.fault_params
     if name in ("http_error", "reset_before_headers"):
-        return make_plan(dataclasses.replace(step, replay=None, reply=None), request, dialect)
+        return make_plan(
+            dataclasses.replace(step, replay=None, reply=None), request, dialect, api_key
+        )
     rp = step.replay or {}
     recorded = str(rp.get("dialect") or "openai_chat")
     if recorded != dialect:
+        who = "the otherwise step" if step.index == OTHERWISE_INDEX else f"script step {step.index}"
         return harness_error_plan(
-            f"script step {step.index} replays a recording in dialect {recorded!r} "
+            f"{who} replays a recording in dialect {recorded!r} "
             f"and cannot answer a {dialect!r} request",
             dialect,
         )

@@ -31,6 +31,12 @@ STREAM_ONLY = {
     "slow_dribble",
 }
 
+# ``Step.index`` of an explicit ``otherwise:`` step (it is no script step).
+OTHERWISE_INDEX = -1
+
+# What an ``http_error`` body with ``echo_api_key`` holds where the request's key goes.
+API_KEY_PLACEHOLDER = "{api_key}"
+
 # Faults that change the rendered reply itself: meaningless on recorded bytes.
 REPLAY_UNFIT = {"length", "empty_reply", "end_without_finish", "finish_without_done"}
 
@@ -85,6 +91,15 @@ class Scenario:
     abort: dict[str, Any] | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     source: str = "<dict>"
+    otherwise: Step | None = None  # the scenario's explicit ``otherwise:`` step
+
+    @property
+    def fallback_step(self) -> Step | None:
+        """What serves a request no script step serves: ``otherwise:``, else the last step
+        with a fault (repeated, its ``match`` ignored), else None (a harness error)."""
+        if self.otherwise is not None:
+            return self.otherwise
+        return next((st for st in reversed(self.script) if st.fault), None)
 
     @classmethod
     def from_dict(
@@ -103,20 +118,16 @@ class Scenario:
             )
             for i, s in enumerate(data["script"])
         ]
-        for st in steps:
-            if st.match.get("stream") is False and st.fault_name in STREAM_ONLY:
-                path = ("script", st.index, "fault")
-                raise ScenarioError(
-                    f"{_where(source, lines or {}, path)}: {_fmt(path)}: "
-                    f"{st.fault_name!r} is a stream-only fault but the step "
-                    "matches stream: false"
-                )
-            if st.replay is not None and st.fault_name in REPLAY_UNFIT:
-                path = ("script", st.index, "fault")
-                raise ScenarioError(
-                    f"{_where(source, lines or {}, path)}: {_fmt(path)}: "
-                    f"{st.fault_name!r} rewrites a rendered reply and cannot apply to a replay step"
-                )
+        raw_other = data.get("otherwise")
+        otherwise = None
+        if raw_other is not None:
+            otherwise = Step(
+                index=OTHERWISE_INDEX,
+                reply=raw_other.get("reply"),
+                fault=_norm_fault(raw_other.get("fault")),
+                replay=raw_other.get("replay"),
+            )
+        _check_rules(steps, otherwise, source, lines or {})
         return cls(
             id=data["id"],
             criteria=list(data["criteria"]),
@@ -133,7 +144,43 @@ class Scenario:
             abort=data.get("abort"),
             history=list(data.get("history", [])),
             source=source,
+            otherwise=otherwise,
         )
+
+
+def _check_rules(
+    steps: list[Step], otherwise: Step | None, source: str, lines: dict[tuple[Any, ...], int]
+) -> None:
+    """The rules the schema cannot say, each reported at its step's line."""
+
+    def fail(path: tuple[Any, ...], msg: str) -> ScenarioError:
+        return ScenarioError(f"{_where(source, lines, path)}: {_fmt(path)}: {msg}")
+
+    located = [(st, ("script", st.index)) for st in steps]
+    if otherwise is not None:
+        located.append((otherwise, ("otherwise",)))
+    for st, where in located:
+        path, name, p = (*where, "fault"), st.fault_name, st.fault_params
+        if name in STREAM_ONLY and st.match.get("stream") is False:
+            raise fail(path, f"{name!r} is a stream-only fault but the step matches stream: false")
+        if name in REPLAY_UNFIT and st.replay is not None:
+            raise fail(
+                path, f"{name!r} rewrites a rendered reply and cannot apply to a replay step"
+            )
+        # `otherwise` serves both modes: without a reply, a non-streaming request would get an
+        # empty success where the script meant a failure.
+        if name in STREAM_ONLY and where == ("otherwise",) and not (st.reply or st.replay):
+            raise fail(
+                path,
+                f"{name!r} is a stream-only fault and `otherwise` also serves non-streaming "
+                "requests, which would get an empty reply: give it a `reply` (sent whole to them)",
+            )
+        echo_body = p.get("body") if name == "http_error" and p.get("echo_api_key") else None
+        if echo_body is not None and API_KEY_PLACEHOLDER not in json.dumps(echo_body):
+            raise fail(
+                (*path, "http_error", "body"),
+                f"echo_api_key needs {API_KEY_PLACEHOLDER} in the body, where the key goes",
+            )
 
 
 def _norm_fault(fault: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from fakes.dialects import anthropic_messages
 from fakes.errors import ScenarioError
 from fakes.plan import DIALECTS, Plan, harness_error_plan, make_plan
 from fakes.scenario import Scenario, load_scenario
-from fakes.session import SessionState, redact_headers
+from fakes.session import REDACTED, SessionState, redact_headers
 
 __all__ = ["MAX_BODY_BYTES", "GatewayApp"]
 
@@ -133,6 +133,7 @@ class GatewayApp:
             "response": None,
             "harness_error": None,
             "dialect": None,  # wire dialect of a scripted request (contracts §2)
+            "otherwise": False,  # served by `otherwise` (explicit or default), contracts §2
         }
         st.entries.append(e)
         return e
@@ -202,16 +203,20 @@ class GatewayApp:
             e["body_error"] = problem
             return self._record_simple(e, _err(400, problem, dialect=dialect))
         # Steps match on a chat-shaped view of the request: scripts are dialect-neutral.
-        step = st.take_step(body if chat else DIALECTS[dialect].match_view(body))
+        step, otherwise = st.take_step(body if chat else DIALECTS[dialect].match_view(body))
         if step is None:
             plan = harness_error_plan(
                 f"scenario {st.scenario.id!r}: no script step left that matches this request "
-                f"(request #{e['seq']}, stream={bool(body.get('stream'))})",
+                f"(request #{e['seq']}, stream={bool(body.get('stream'))}) and no `otherwise` "
+                "or fault step to serve it",
                 dialect,
             )
         else:
-            e["step"] = step.index
-            plan = make_plan(step, body, dialect)
+            # An `otherwise` entry keeps step null: readers that look a step up by index
+            # (checks, the abort watcher) never take it for the scripted request.
+            e["step"] = None if otherwise else step.index
+            e["otherwise"] = otherwise
+            plan = make_plan(step, body, dialect, api_key=_api_key(request))
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
         e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
@@ -376,12 +381,28 @@ class GatewayApp:
         except (ConnectionError, asyncio.CancelledError) as ex:
             r["end"] = "client_gone"
             if isinstance(ex, asyncio.CancelledError):
-                r["sent"] = b"".join(parts).decode("utf-8", "replace")
+                r["sent"] = _redact(b"".join(parts).decode("utf-8", "replace"), plan.secrets)
                 r["t_end_ns"] = time.monotonic_ns()
                 raise
-        r["sent"] = b"".join(parts).decode("utf-8", "replace")
+        # Byte counts stay those of the wire; only the text kept loses an echoed key.
+        r["sent"] = _redact(b"".join(parts).decode("utf-8", "replace"), plan.secrets)
         r["t_end_ns"] = time.monotonic_ns()
         return resp
+
+
+def _api_key(request: web.Request) -> str | None:
+    """The API key the request carried: ``Authorization: Bearer``, ``x-api-key`` or ``api-key``."""
+    auth = request.headers.get("Authorization", "")
+    scheme, _, token = auth.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return request.headers.get("x-api-key") or request.headers.get("api-key") or None
+
+
+def _redact(text: str, secrets: tuple[str, ...]) -> str:
+    for s in secrets:
+        text = text.replace(s, REDACTED)
+    return text
 
 
 def _check_chat(body: Any) -> str | None:

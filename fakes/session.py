@@ -66,11 +66,14 @@ class SessionState:
     def __post_init__(self) -> None:
         self.used = [0] * len(self.scenario.script)
 
-    def take_step(self, req: dict[str, Any]) -> Step | None:
+    def take_step(self, req: dict[str, Any]) -> tuple[Step | None, bool]:
+        """The step serving ``req`` and whether it serves as ``otherwise`` (contracts §5)."""
         st = select_step(self.scenario.script, self.used, req)
         if st is not None:
             self.used[st.index] += 1
-        return st
+            return st, False
+        other = self.scenario.fallback_step
+        return other, other is not None
 
     def journal(self) -> dict[str, Any]:
         """Contracts §2 journal (a deep copy; headers already redacted on entry)."""

@@ -305,8 +305,9 @@ def test_step_selection_times_and_match(gateway_session, client):
     assert post(client, s.base_url).status == 503
     got = post(client, s.base_url, messages=[{"role": "user", "content": "a title please"}])
     assert got.status == 200
-    got = post(client, s.base_url)
-    assert got.status == 500 and json.loads(got.body)["error"]["type"] == "harness_error"
-    steps = [e["step"] for e in s.journal()["entries"]]
-    assert steps == [1, 0, 1, 2, None]
-    assert s.journal()["entries"][-1]["harness_error"]
+    # Past the script: the last fault step again, journaled as `otherwise` (no step index).
+    assert post(client, s.base_url).status == 503
+    entries = s.journal()["entries"]
+    assert [e["step"] for e in entries] == [1, 0, 1, 2, None]
+    assert [e["otherwise"] for e in entries] == [False] * 4 + [True]
+    assert entries[-1]["fault"] == "http_error" and entries[-1]["harness_error"] is None
