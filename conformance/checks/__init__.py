@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from conformance.checks.finding import Finding
-from conformance.checks.registry import CHECKS, INVARIANTS, check_for, run_check
+from conformance.checks.registry import (
+    CHECKS,
+    FINAL_ON_PARTIAL,
+    INVARIANTS,
+    check_for,
+    run_check,
+)
 
-__all__ = ["Finding", "CHECKS", "INVARIANTS", "check_for", "run_check"]
+__all__ = ["Finding", "CHECKS", "FINAL_ON_PARTIAL", "INVARIANTS", "check_for", "run_check"]

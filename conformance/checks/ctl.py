@@ -8,7 +8,7 @@ from collections.abc import Callable
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence
 
-__all__ = ["CHECKS"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL"]
 
 
 def check_ctl_01(ev: Evidence) -> Finding:
@@ -86,3 +86,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "CTL-02": check_ctl_02,
     "ERR-02": check_err_02,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"CTL-01", "CTL-02"})

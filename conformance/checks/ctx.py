@@ -17,6 +17,7 @@ from conformance.evidence import Evidence, is_failed
 
 __all__ = [
     "CHECKS",
+    "FINAL_ON_PARTIAL",
     "MEDIA_PART_TYPES",
     "is_compaction",
     "is_media_error",
@@ -292,3 +293,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "CTX-04": check_ctx_04,
     "CTX-05": check_ctx_05,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"CTX-04"})

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence
 
-__all__ = ["CHECKS", "DUMP_KEYS"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "DUMP_KEYS"]
 
 DUMP_KEYS = ("messages", "model", "config", "error")
 
@@ -100,3 +100,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "DBG-02": check_dbg_02,
     "DBG-03": check_dbg_03,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"DBG-02"})

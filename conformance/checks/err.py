@@ -18,7 +18,7 @@ from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.mfb import is_overload
 from conformance.evidence import Evidence, is_failed
 
-__all__ = ["CHECKS", "TYPED_KINDS", "expected_kinds"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "TYPED_KINDS", "expected_kinds"]
 
 # Error kinds named by seed 001 (API 错误也是一种内部 assistant 消息) and the adapter protocol.
 TYPED_KINDS = frozenset(
@@ -184,3 +184,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "ERR-03": check_err_03,
     "ERR-04": check_err_04,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py): none here.
+FINAL_ON_PARTIAL: frozenset[str] = frozenset()

@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence
 
-__all__ = ["CHECKS", "OVER_CHARS", "OVER_LINES", "SHORT_LINES", "hosted_outputs", "line_count"]
+__all__ = [
+    "CHECKS",
+    "FINAL_ON_PARTIAL",
+    "OVER_CHARS",
+    "OVER_LINES",
+    "SHORT_LINES",
+    "hosted_outputs",
+    "line_count",
+]
 
 OVER_CHARS = 30000  # seed 004 §7.2.3: Bash output cut at 30000 characters
 OVER_LINES = 2000  # seed 004 §7.2.2/§7.2.3: Read's hard cap of 2000 lines
@@ -276,3 +284,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "FMT-02": check_fmt_02,
     "FMT-03": check_fmt_03,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py): none here.
+FINAL_ON_PARTIAL: frozenset[str] = frozenset()

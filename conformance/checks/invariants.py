@@ -7,7 +7,7 @@ from collections.abc import Callable
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence
 
-__all__ = ["CHECKS"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL"]
 
 
 def _has_content(m: dict) -> bool:
@@ -85,3 +85,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "LOP-04": check_turn_end,
     "ERR-05": check_turn_end,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"RSN-04", "TOL-06"})

@@ -19,7 +19,7 @@ from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from conformance.evidence import Evidence, is_failed
 
-__all__ = ["CHECKS", "Reply", "call_key", "is_compaction", "reply_of"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "Reply", "call_key", "is_compaction", "reply_of"]
 
 COMPACTION_BREAKER = 3  # seed 002: Claude Code's "连续 3 次" compaction circuit breaker
 TEXT_REPEATS = 3  # LOP-06: the same assistant text 3 times in a row
@@ -355,3 +355,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "LOP-05": check_lop_05,
     "LOP-06": check_lop_06,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"LOP-02", "LOP-05", "LOP-06"})

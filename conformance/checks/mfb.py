@@ -18,6 +18,7 @@ from conformance.evidence import Evidence, is_failed
 
 __all__ = [
     "CHECKS",
+    "FINAL_ON_PARTIAL",
     "PRIVATE_KEYS",
     "is_access_error",
     "is_overload",
@@ -251,3 +252,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "MFB-03": check_mfb_03,
     "MFB-04": check_mfb_04,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"MFB-02", "MFB-03", "MFB-04"})

@@ -1,4 +1,21 @@
-"""Criterion ID -> check function, gathered from the area modules."""
+"""Criterion ID -> check function, gathered from the area modules.
+
+``FINAL_ON_PARTIAL`` names the criteria whose FAIL stands on partial evidence. A run is partial
+when the agent's turn never ended (TIMEOUT, or an ERROR before ``turn_end``): the journal and the
+events stop wherever the run was cut, and the last attempt may still be in flight with no
+response recorded yet. A criterion belongs in the set only when every FAIL its check can find on
+such a prefix of the evidence would still be a FAIL on the run's full evidence, had the agent
+gone on to end its turn: "never more than N attempts" and "never X" criteria, whose violation
+is on the wire once sent. "Eventually Y" conclusions (a retry, a fallback, a removal, an error
+shown, a ``turn_end``) need the end; a check in the set draws them only once the turn ended
+(``conformance.checks.partial.turn_over``) and otherwise finds nothing. A FAIL never rests on
+the last attempt's response, which may be unfinished.
+
+On a partial run the runner runs the check of every criterion in the set: a FAIL finding is the
+verdict (FAIL, or NON-STRICT for a SHOULD); any other finding leaves the verdict TIMEOUT or
+ERROR. Criteria outside the set are not judged on a partial run. Each area module declares its
+own ``FINAL_ON_PARTIAL`` next to its ``CHECKS``.
+"""
 
 from __future__ import annotations
 
@@ -24,19 +41,28 @@ from conformance.checks import (
 from conformance.checks.finding import Finding
 from conformance.evidence import Evidence
 
-__all__ = ["CHECKS", "INVARIANTS", "check_for", "run_check"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "INVARIANTS", "check_for", "run_check"]
 
 Check = Callable[[Evidence], Finding]
 
+_AREAS = (rty, str_, trn, rsn, tjs, tol, fmt, lop, ctx, mfb, err, dbg, ctl, invariants)
+
 CHECKS: dict[str, Check] = {}
-for _module in (rty, str_, trn, rsn, tjs, tol, fmt, lop, ctx, mfb, err, dbg, ctl, invariants):
+for _module in _AREAS:
     CHECKS.update(_module.CHECKS)
+
+FINAL_ON_PARTIAL: frozenset[str] = frozenset().union(*(m.FINAL_ON_PARTIAL for m in _AREAS))
 
 # Checks applied to every scenario run, whatever criteria it lists (filled as areas land).
 INVARIANTS: dict[str, Check] = dict(invariants.CHECKS)
 
 for _cid in CHECKS:
     by_id(_cid)  # a check for an unknown criterion is a programming error: fail at import
+for _module in _AREAS:
+    # A criterion is declared final where its check lives, so the claim sits next to the code.
+    _stray = sorted(_module.FINAL_ON_PARTIAL - set(_module.CHECKS))
+    if _stray:
+        raise RuntimeError(f"{_module.__name__}.FINAL_ON_PARTIAL names checks it lacks: {_stray}")
 
 
 def check_for(criterion_id: str) -> Check | None:

@@ -14,7 +14,7 @@ from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.str_ import wire_reply
 from conformance.evidence import Evidence, is_failed
 
-__all__ = ["CHECKS", "message_text"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "message_text"]
 
 
 def message_text(m: dict) -> str:
@@ -159,3 +159,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "RSN-02": check_rsn_02,
     "RSN-03": check_rsn_03,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"RSN-01", "RSN-02", "RSN-03"})

@@ -14,7 +14,7 @@ from conformance.evidence import (
     nominal_backoff,
 )
 
-__all__ = ["CHECKS", "JITTER_LOW", "JITTER_HIGH", "MAX_RETRIES"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "JITTER_LOW", "JITTER_HIGH", "MAX_RETRIES"]
 
 JITTER_LOW = 0.75
 JITTER_HIGH = 1.25
@@ -470,3 +470,7 @@ CHECKS.update(
         "RTY-15": check_rty_15,
     }
 )
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"RTY-07", "RTY-09", "RTY-12"})

@@ -14,7 +14,14 @@ from collections.abc import Callable
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence, is_failed
 
-__all__ = ["CHECKS", "WireReply", "broke_after_headers", "same_request", "wire_reply"]
+__all__ = [
+    "CHECKS",
+    "FINAL_ON_PARTIAL",
+    "WireReply",
+    "broke_after_headers",
+    "same_request",
+    "wire_reply",
+]
 
 MID_STREAM_FAULTS = frozenset(
     {"cut", "stall", "end_without_finish", "malformed_event", "in_band_error"}
@@ -668,3 +675,7 @@ CHECKS.update(
         "STR-16": check_str_16,
     }
 )
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"STR-03", "STR-04", "STR-09", "STR-13"})

@@ -24,6 +24,7 @@ from conformance.evidence import Evidence
 
 __all__ = [
     "CHECKS",
+    "FINAL_ON_PARTIAL",
     "OK_BEHAVIOURS",
     "Call",
     "classify_truncated",
@@ -406,3 +407,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "TJS-05": check_tjs_05,
     "TJS-06": check_tjs_06,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py): none here.
+FINAL_ON_PARTIAL: frozenset[str] = frozenset()

@@ -27,7 +27,7 @@ from conformance.checks.tjs import (
 from conformance.checks.trn import length_finished
 from conformance.evidence import Evidence, is_failed
 
-__all__ = ["CHECKS"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL"]
 
 
 def _text(m: dict) -> str:
@@ -573,3 +573,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
     "TOL-08": check_tol_08,
     "TOL-09": check_tol_09,
 }
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"TOL-01", "TOL-08"})

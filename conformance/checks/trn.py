@@ -9,7 +9,7 @@ from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from conformance.evidence import Evidence, is_failed
 
-__all__ = ["CHECKS", "length_finished"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "length_finished"]
 
 
 def length_finished(entry: dict) -> bool:
@@ -546,3 +546,7 @@ CHECKS.update(
         "TRN-10": check_trn_10,
     }
 )
+
+
+# Criteria whose FAIL on a run cut short is final (see registry.py).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"TRN-08", "TRN-09"})

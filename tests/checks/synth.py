@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from conformance.evidence import Evidence
@@ -65,6 +66,11 @@ class Journal:
         self.entries.append(entry)
         return entry
 
+    def event(self, type_: str, *, after: float = 0.001, **fields: Any) -> dict[str, Any]:
+        """An agent event read ``after`` nominal seconds past the latest attempt's end."""
+        self.t += after
+        return {"type": type_, "t_ns": self._ns(self.t), **fields}
+
     def evidence(self, events: list[dict[str, Any]] | None = None, **kw: Any) -> Evidence:
         return Evidence(
             scenario=kw.pop("scenario", {"id": "synthetic"}),
@@ -73,3 +79,55 @@ class Journal:
             time_scale=self.scale,
             **kw,
         )
+
+
+def cut(ev: Evidence, at_ns: int, *, in_flight: str = "none") -> Evidence:
+    """The evidence a run cut short at ``at_ns`` (monotonic ns) leaves behind.
+
+    Entries that arrived before the cut are kept; one whose response had not ended is in
+    flight: ``in_flight="none"`` drops its response (not yet recorded), ``"open"`` keeps the
+    status with no end and no bytes (headers being written). Events read before the cut are
+    kept, never a ``turn_end``: the turn did not end.
+    """
+    entries = []
+    for e in ev.raw_journal["entries"]:
+        if int(e.get("t_arrival_ns", 0)) >= at_ns:
+            continue
+        e = copy.deepcopy(e)
+        resp = e.get("response")
+        if resp and int(resp.get("t_end_ns") or resp.get("t_headers_ns") or 0) >= at_ns:
+            if in_flight == "none":
+                e["response"] = None
+            else:
+                resp.update(t_end_ns=None, t_headers_ns=None, sent="", sent_bytes=0)
+        entries.append(e)
+    events = [
+        x
+        for x in ev.events
+        if x.get("type") != "turn_end" and (x.get("t_ns") is None or x["t_ns"] < at_ns)
+    ]
+    return Evidence(
+        scenario=ev.scenario,
+        journal={**ev.raw_journal, "entries": entries},
+        events=events,
+        time_scale=ev.time_scale,
+        capabilities=ev.capabilities,
+        debug_files=ev.debug_files,
+        secrets=ev.secrets,
+        agent_log=ev.agent_log,
+    )
+
+
+def cut_points(ev: Evidence) -> list[int]:
+    """Every moment the evidence changes: arrivals, response ends, events (plus the very end)."""
+    points = set()
+    for e in ev.raw_journal["entries"]:
+        points.add(int(e.get("t_arrival_ns", 0)))
+        resp = e.get("response") or {}
+        for k in ("t_headers_ns", "t_end_ns"):
+            if resp.get(k) is not None:
+                points.add(int(resp[k]))
+    points.update(int(x["t_ns"]) for x in ev.events if x.get("t_ns") is not None)
+    ordered = sorted(points)
+    # Just after each moment as well, so that each change is seen both undone and done.
+    return sorted(set(ordered) | {p + 1 for p in ordered})

@@ -1,0 +1,182 @@
+"""FINAL_ON_PARTIAL: which criteria a run cut short (no turn_end) may still FAIL.
+
+A criterion in the set must FAIL on a prefix of the evidence only when the full evidence FAILs
+too; these tests cut correct runs at every moment and check that no criterion of the set FAILs
+on any cut, and show criteria left out of the set doing exactly that.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance.checks import CHECKS, FINAL_ON_PARTIAL, registry, run_check
+from conformance.checks.seed_strings import CONTINUATION_TEXT
+from conformance.evidence import Evidence, nominal_backoff
+from tests.checks.synth import Journal, cut, cut_points
+
+USER = {"role": "user", "content": "Say hello."}
+
+
+def _body(stream: bool = True, *more: dict) -> dict:
+    return {"model": "m", "stream": stream, "messages": [USER, *more]}
+
+
+def _ok_stream(text: str = "Hello!", finish: str = "stop") -> str:
+    delta = json.dumps({"choices": [{"index": 0, "delta": {"content": text}}]})
+    end = json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    return f"data: {delta}\n\ndata: {end}\n\ndata: [DONE]\n\n"
+
+
+def _answered(entry: dict, sent: str) -> None:
+    entry["response"]["sent"] = sent
+
+
+# --- correct runs (the full evidence) ---------------------------------------------------------
+def burst_then_success(failures: int = 10, status: int = 429) -> Evidence:
+    """A request failing ``failures`` times without Retry-After, retried with correct waits."""
+    j = Journal()
+    j.chat(status, body=_body())
+    factors = [0.8, 1.2, 0.95, 1.1, 0.9, 1.0, 0.85, 1.15, 0.9, 1.05]
+    for n in range(1, failures):
+        j.chat(status, wait=nominal_backoff(n) * factors[n - 1], body=_body())
+    ok = j.chat(200, wait=nominal_backoff(failures) * 0.9, body=_body())
+    _answered(ok, _ok_stream())
+    events = [j.event("message", id="m1", role="assistant", text="Hello!")]
+    events.append(j.event("turn_end", reason="completed"))
+    return j.evidence(events)
+
+
+def streaming_exhausted_then_fallback() -> Evidence:
+    """11 streaming 429s, then the one non-streaming fallback, which succeeds."""
+    j = Journal()
+    j.chat(429, body=_body())
+    for n in range(1, 11):
+        j.chat(429, wait=nominal_backoff(n), body=_body())
+    ok = j.chat(200, wait=0.01, stream=False, body=_body(False))
+    _answered(
+        ok,
+        '{"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello!"}, '
+        '"finish_reason": "stop"}]}',
+    )
+    events = [j.event("message", id="m1", role="assistant", text="Hello!")]
+    events.append(j.event("turn_end", reason="completed"))
+    return j.evidence(events)
+
+
+def non_retryable_surfaced() -> Evidence:
+    """A 400 shown as an error; the request is not sent again."""
+    j = Journal()
+    j.chat(400, body=_body())
+    events = [j.event("error", kind="bad_request", message="HTTP 400: bad request")]
+    events.append(j.event("turn_end", reason="error"))
+    return j.evidence(events)
+
+
+def three_continuations_then_error() -> Evidence:
+    """Four truncations: three continuations, the fourth ends the turn with the error."""
+    j = Journal()
+    msgs: list[dict] = []
+    events = []
+    for k in range(4):
+        e = j.chat(200, wait=0.01, body=_body(True, *msgs), fault="length")
+        _answered(e, _ok_stream(f"part {k}", "length"))
+        events.append(j.event("message", id=f"a{k}", role="assistant", text=f"part {k}"))
+        if k < 3:
+            msgs += [
+                {"role": "assistant", "content": f"part {k}"},
+                {"role": "user", "content": CONTINUATION_TEXT},
+            ]
+            events.append(
+                j.event("message", id=f"c{k}", role="user", text=CONTINUATION_TEXT, meta=True)
+            )
+    shown = "the output token limit was exceeded 4 times in a row"
+    events.append(j.event("error", kind="output_limit", message=shown))
+    events.append(j.event("turn_end", reason="error"))
+    return j.evidence(events)
+
+
+def one_continuation() -> Evidence:
+    """A truncated reply continued once; the continuation finishes."""
+    j = Journal()
+    e = j.chat(200, body=_body(), fault="length")
+    _answered(e, _ok_stream("Hel", "length"))
+    events = [j.event("message", id="a0", role="assistant", text="Hel")]
+    events.append(j.event("message", id="c0", role="user", text=CONTINUATION_TEXT, meta=True))
+    more = [{"role": "assistant", "content": "Hel"}, {"role": "user", "content": CONTINUATION_TEXT}]
+    ok = j.chat(200, wait=0.01, body=_body(True, *more))
+    _answered(ok, _ok_stream("lo!"))
+    events.append(j.event("message", id="a1", role="assistant", text="lo!"))
+    events.append(j.event("turn_end", reason="completed"))
+    return j.evidence(events)
+
+
+CORRECT_RUNS = {
+    "one-continuation": one_continuation,
+    "burst-of-10": burst_then_success,
+    "burst-of-10-503": lambda: burst_then_success(10, 503),
+    "eleven-then-fallback": streaming_exhausted_then_fallback,
+    "non-retryable": non_retryable_surfaced,
+    "four-truncations": three_continuations_then_error,
+}
+
+
+# --- the set itself ---------------------------------------------------------------------------
+def test_set_is_gathered_from_the_area_modules() -> None:
+    union = frozenset().union(*(m.FINAL_ON_PARTIAL for m in registry._AREAS))
+    assert union == FINAL_ON_PARTIAL
+    assert set(CHECKS) >= FINAL_ON_PARTIAL
+    for m in registry._AREAS:
+        assert set(m.CHECKS) >= m.FINAL_ON_PARTIAL, m.__name__
+
+
+def test_eventual_criteria_are_left_out() -> None:
+    # Each needs the end of the turn: a turn_end, an error shown, a removal, a continuation.
+    for cid in ("LOP-04", "ERR-05", "ERR-01", "ERR-02", "STR-02", "TRN-01", "DBG-01", "RTY-08"):
+        assert cid not in FINAL_ON_PARTIAL, cid
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT_RUNS))
+def test_correct_runs_pass_in_full(name: str) -> None:
+    ev = CORRECT_RUNS[name]()
+    fails = {cid: run_check(cid, ev).observed for cid in FINAL_ON_PARTIAL}
+    fails = {cid: why for cid, why in fails.items() if run_check(cid, ev).outcome == "fail"}
+    assert not fails, fails
+
+
+@pytest.mark.parametrize("in_flight", ["none", "open"])
+@pytest.mark.parametrize("name", sorted(CORRECT_RUNS))
+def test_no_final_criterion_fails_on_any_cut_of_a_correct_run(name: str, in_flight: str) -> None:
+    ev = CORRECT_RUNS[name]()
+    for at in cut_points(ev):
+        part = cut(ev, at, in_flight=in_flight)
+        for cid in sorted(FINAL_ON_PARTIAL):
+            f = run_check(cid, part)
+            assert f.outcome != "fail", f"{cid} cut at {at}: {f.observed}"
+
+
+# --- examples ---------------------------------------------------------------------------------
+def test_a_final_criterion_fails_on_a_run_cut_short() -> None:
+    # A 400 resent verbatim; the resend is still in flight and the turn never ended.
+    j = Journal()
+    j.chat(400, body=_body())
+    j.chat(400, wait=0.5, body=_body())
+    ev = j.evidence([])
+    part = cut(ev, ev.raw_journal["entries"][-1]["t_arrival_ns"] + 1)
+    assert part.journal["entries"][-1]["response"] is None and not part.turn_ends()
+    assert "RTY-07" in FINAL_ON_PARTIAL
+    f = run_check("RTY-07", part)
+    assert f.outcome == "fail" and "resent verbatim" in f.observed
+
+
+def test_criteria_outside_the_set_would_fail_a_correct_run_cut_short() -> None:
+    # Why they are not run on partial evidence: the cut alone makes them fail.
+    ev = one_continuation()
+    first = ev.raw_journal["entries"][0]
+    part = cut(ev, first["response"]["t_end_ns"] + 1)
+    assert run_check("TRN-01", ev).outcome == "pass"
+    assert run_check("TRN-01", part).outcome == "fail"
+    assert run_check("LOP-04", ev).outcome == "pass"
+    assert run_check("LOP-04", part).outcome == "fail"
+    assert not {"TRN-01", "LOP-04"} & FINAL_ON_PARTIAL
