@@ -84,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--certify",
         action="store_true",
-        help="certification mode: an outside connection attempt by a guarded agent "
-        "(shipped:PROFILE) fails the run (exit 1)",
+        help="certification mode: the run fails (exit 1) when a guarded agent "
+        "(shipped:PROFILE) tried an outside connection, or when a MUST criterion that applies "
+        "was judged by no scenario (not run, only n/a, ERROR or TIMEOUT)",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     run.add_argument(
@@ -366,10 +367,27 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
         print(f"better than expected: {f.describe()}", file=sys.stderr)
     for f in cmp.regressions:
         print(f"regression: {f.describe()}", file=sys.stderr)
-    leaks = certify_problems(doc) if args.certify else []
+    leaks = certify_problems(doc) + _unjudged_musts(doc) if args.certify else []
     for line in leaks:
         print(f"certify: {line}", file=sys.stderr)
     return 1 if cmp.regressions or leaks else 0
+
+
+def _unjudged_musts(doc: dict) -> list[str]:
+    """Certification lines for MUST criteria no scenario judged (UNSUPPORTED is reported apart:
+    the report counts it; a certificate states it)."""
+    from reports.model import build_report
+
+    report = build_report([doc])
+    lines = []
+    for agent in report.agents:
+        unjudged = report.must_unjudged(agent)
+        if unjudged:
+            lines.append(
+                f"{agent.name}: {len(unjudged)} MUST criteria judged by no scenario "
+                f"(not run, only n/a, ERROR or TIMEOUT): {', '.join(unjudged)}"
+            )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -179,12 +179,9 @@ class Evidence:
         return LATE_SLACK_REAL_S / self.time_scale
 
     def chat(self) -> list[dict[str, Any]]:
-        """Chat attempts in arrival order (entries the gateway could not serve left out)."""
-        entries = [
-            e
-            for e in self.journal["entries"]
-            if e.get("kind") == "chat" and not e.get("harness_error")
-        ]
+        """Chat attempts in arrival order: every request the agent sent is evidence, those
+        served by ``otherwise`` and those the script could not serve (a 500, failed) included."""
+        entries = [e for e in self.journal["entries"] if e.get("kind") == "chat"]
         return sorted(entries, key=lambda e: (e.get("t_arrival_ns", 0), e.get("seq", 0)))
 
     def bodies(self) -> list[dict[str, Any]]:

@@ -27,7 +27,12 @@ from typing import Any
 import yaml
 
 from conformance.catalogue import CATALOGUE
-from conformance.verdicts import SEVERITY, VERDICTS
+from conformance.verdicts import VERDICTS
+
+# What got worse for a CI gate: a run that broke or hung is worse than a known failure. (A
+# criterion's aggregate over scenarios uses another order, conformance.verdicts.SEVERITY, in
+# which a failure the wire shows is never hidden behind a TIMEOUT.)
+GATE_ORDER = ("ERROR", "TIMEOUT", "FAIL", "NON-STRICT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
 
 __all__ = [
     "Comparison",
@@ -118,7 +123,7 @@ class Expectations:
         failing = failing_verdicts(strict)
         if exp is None:
             return ("regression" if verdict in failing else "ok"), finding
-        worse = SEVERITY.index(verdict) < SEVERITY.index(exp.verdict)
+        worse = GATE_ORDER.index(verdict) < GATE_ORDER.index(exp.verdict)
         if verdict in failing and worse:
             return "regression", finding
         if verdict == exp.verdict:

@@ -31,6 +31,12 @@ from conformance import __version__
 from conformance.adapters.base import Adapter, RunOutcome, RunRequest, redact, redact_obj
 from conformance.catalogue import CATALOGUE, by_id
 from conformance.checks import INVARIANTS, run_check
+
+try:  # the set lands with the checks; until then no check is final on partial evidence
+    from conformance.checks import FINAL_ON_PARTIAL
+except ImportError:  # pragma: no cover
+    FINAL_ON_PARTIAL = frozenset()
+from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
 from conformance.evidence import Evidence
 from conformance.verdicts import aggregate, verdict_for
 from fakes import Scenario, SyncGateway
@@ -53,9 +59,6 @@ __all__ = [
 DEFAULT_TIME_SCALE = 0.02
 DEFAULT_DIALECT = "openai_chat"
 DIALECTS = ("openai_chat", "anthropic_messages", "openai_responses")
-DEFAULT_DEADLINE_S = 30.0
-# Real seconds added to every deadline: process start-up and scheduling, never a scaled wait.
-DEADLINE_GRACE_S = 5.0
 
 
 def _display_path(source: str) -> str:
@@ -88,11 +91,6 @@ def _applies_in(crit: Any, dialect: str) -> bool:
     """Whether a criterion applies in ``dialect`` (catalogue ``dialects``; none = everywhere)."""
     only = getattr(crit, "dialects", None)
     return not only or dialect in only
-
-
-def deadline_s(scenario: Scenario, time_scale: float) -> float:
-    """A scenario's real deadline: its scaled deadline plus the unscaled grace, no floor."""
-    return (scenario.deadline or DEFAULT_DEADLINE_S) * time_scale + DEADLINE_GRACE_S
 
 
 def _start_message(
@@ -139,6 +137,59 @@ def _read_debug_files(debug_dir: Path) -> dict[str, str]:
         for path in sorted(p for p in debug_dir.rglob("*") if p.is_file()):
             files[str(path.relative_to(debug_dir))] = path.read_text("utf-8", errors="replace")
     return files
+
+
+def _model_requests(journal: dict) -> list[dict]:
+    return [e for e in journal.get("entries") or [] if e.get("kind") == "chat"]
+
+
+def _settle(outcome: RunOutcome, journal: dict) -> tuple[str, str | None]:
+    """The scenario's status and error, from the adapter's outcome and the wire.
+
+    Two outcomes an agent may not choose for itself: "unsupported" (exit 89) counts only before
+    its first model request, since after it the wire already holds evidence to judge; and a
+    request the script could not serve (no step, no ``otherwise``) is a broken script, an ERROR
+    of the scenario rather than a silently dropped attempt.
+    """
+    status, error = outcome.status, outcome.error
+    chat = _model_requests(journal)
+    unserved = next((e for e in chat if e.get("harness_error")), None)
+    if unserved is not None:
+        return "error", (
+            f"the scenario's script could not serve request #{unserved.get('seq')} "
+            f"({unserved['harness_error']}); give the scenario an `otherwise:` step"
+            + (f"; the agent's own outcome: {status}" if status not in ("ran", "ok") else "")
+        )
+    if status == "unsupported" and chat:
+        return "error", (
+            f"the agent reported the scenario unsupported (exit 89) after {len(chat)} model "
+            "request(s): exit 89 is honoured only before the first model request"
+            + (f" ({error})" if error else "")
+        )
+    return status, error
+
+
+def _judge_unfinished(
+    cid: str, crit: Any, ev: Evidence, status: str, error: str
+) -> tuple[str, str, str, bool]:
+    """The verdict of a criterion when the turn never ended (TIMEOUT) or the run broke (ERROR).
+
+    A check whose failure is final on partial evidence (``FINAL_ON_PARTIAL``: "never more than
+    N", "never X") is run: a violation the wire already shows is a FAIL whatever came after.
+    Anything else, a partial pass included, stays TIMEOUT/ERROR: the end was never seen.
+    """
+    unfinished = "the turn never ended" if status == "timeout" else "the run broke"
+    if cid in FINAL_ON_PARTIAL:
+        finding = run_check(cid, ev)
+        if finding.outcome == "fail":
+            return (
+                verdict_for(crit, finding),
+                finding.expected,
+                f"{finding.observed} [judged on the wire before {status.upper()}: {unfinished}"
+                f"; {error}]",
+                True,
+            )
+    return status.upper(), "the agent ends its turn", error, False
 
 
 def run_scenario(
@@ -207,6 +258,7 @@ def run_scenario(
             debug_files = _read_debug_files(debug_dir)
         gateway.drop_session(session.id)
 
+    status, error = _settle(outcome, journal)
     ev = Evidence(
         scenario=scenario.raw,
         journal=journal,
@@ -220,21 +272,22 @@ def run_scenario(
     verdicts: dict[str, dict] = {}
     for cid in criteria:
         crit = by_id(cid)
-        if outcome.status in ("error", "timeout"):
-            v, exp, obs = outcome.status.upper(), "the agent ends its turn", outcome.error or ""
-        elif speaks in missing:
+        partial = False
+        if speaks in missing:
             v, exp, obs = (
                 "UNSUPPORTED",
                 f"capability {speaks}",
                 f"not declared by the agent: it is not run in the {dialect} dialect",
             )
-        elif outcome.status == "unsupported" or (crit.capability and crit.capability not in caps):
+        elif status == "unsupported" or (crit.capability and crit.capability not in caps):
             need = crit.capability or ", ".join(missing) or "the scenario"
             v, exp, obs = "UNSUPPORTED", f"capability {need}", "not declared by the agent"
         elif not _applies_in(crit, dialect):
             v = "INFORMATIONAL"
             exp = f"applies only in {', '.join(crit.dialects)}"
             obs = f"not applicable in this dialect ({dialect})"
+        elif status in ("error", "timeout"):
+            v, exp, obs, partial = _judge_unfinished(cid, crit, ev, status, error or "")
         else:
             finding = run_check(cid, ev)
             v, exp, obs = verdict_for(crit, finding), finding.expected, finding.observed
@@ -244,16 +297,20 @@ def run_scenario(
             "expected": redact(exp, api_key),
             "observed": redact(obs, api_key),
         }
+        if partial:
+            verdicts[cid]["partial"] = True
     entry = {
         "id": scenario.id,
         "file": _display_path(scenario.source),
-        "status": outcome.status,
+        "status": status,
         "duration_s": round(time.monotonic() - began, 4),
         "rerun": rerun,
-        "journal": journal,
-        "events": outcome.events,
+        # Adapters hand over what the agent really wrote (DBG-02 is judged on it); nothing of
+        # it leaves the runner unredacted.
+        "journal": redact_obj(journal, api_key),
+        "events": redact_obj(outcome.events, api_key),
         "agent_log": redact(outcome.log, api_key),
-        "error": redact(outcome.error, api_key) if outcome.error else None,
+        "error": redact(error, api_key) if error else None,
     }
     # Adapters under the loopback guard (shipped:<profile>) report what tried to leave.
     attempts = getattr(adapter, "last_outside_attempts", None) if not missing else None

@@ -12,7 +12,7 @@ __all__ = ["VERDICTS", "SEVERITY", "verdict_for", "aggregate"]
 VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT")
 
 # Worst first: the aggregate of a criterion is the worst verdict among its scenarios.
-SEVERITY = ("ERROR", "TIMEOUT", "FAIL", "NON-STRICT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
+SEVERITY = ("FAIL", "NON-STRICT", "ERROR", "TIMEOUT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
 
 
 def verdict_for(criterion: Criterion, finding: Finding) -> str:
@@ -31,7 +31,7 @@ def verdict_for(criterion: Criterion, finding: Finding) -> str:
 
 
 def aggregate(verdicts: Iterable[str]) -> str:
-    """The worst verdict (ERROR > TIMEOUT > FAIL > NON-STRICT > PASS > INFORMATIONAL >
+    """The worst verdict (FAIL > NON-STRICT > ERROR > TIMEOUT > PASS > INFORMATIONAL >
     UNSUPPORTED); UNSUPPORTED when there is none."""
     items = list(verdicts)
     for v in items:

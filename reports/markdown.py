@@ -30,9 +30,12 @@ def render_markdown(results: Sequence[dict[str, Any]], *, secrets: Sequence[str]
     lines += ["| " + " | ".join(str(totals[v]) for v in VERDICTS) + " |", ""]
     for agent in report.agents:
         missing = report.must_unsupported(agent)
+        unjudged = report.must_unjudged(agent)
         lines.append(
             f"- `{_cell(agent.name)}`: {len(missing)} MUST criteria UNSUPPORTED"
             + (f" ({', '.join(missing)})" if missing else "")
+            + f"; {len(unjudged)} MUST criteria judged by no scenario"
+            + (f" ({', '.join(unjudged)})" if unjudged else "")
         )
     lines.append("")
     failures = []

@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "VERDICTS",
     "SEVERITY",
+    "JUDGED",
     "AgentView",
     "Report",
     "build_report",
@@ -23,8 +24,10 @@ __all__ = [
 ]
 
 VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT")
+# Verdicts that judged the behaviour (the others say why it was not judged).
+JUDGED = ("PASS", "FAIL", "NON-STRICT")
 # Worst first, as in the results contract.
-SEVERITY = ("ERROR", "TIMEOUT", "FAIL", "NON-STRICT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
+SEVERITY = ("FAIL", "NON-STRICT", "ERROR", "TIMEOUT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
 
 
 def worst(verdicts: Sequence[str]) -> str:
@@ -91,6 +94,24 @@ class Report:
             for c in self.catalogue
             if c["level"] == "MUST" and agent.verdict(c["id"]) == "UNSUPPORTED"
         ]
+
+    def must_unjudged(self, agent: AgentView) -> list[str]:
+        """IDs of MUST criteria that apply in the agent's dialect and that no scenario judged:
+        not assessed at all, or only INFORMATIONAL (n/a), ERROR or TIMEOUT verdicts. Such a
+        criterion is not certified, whatever the other verdicts say."""
+        dialect = agent.run.get("dialect") or "openai_chat"
+        return [
+            c["id"]
+            for c in self.catalogue
+            if c["level"] == "MUST"
+            and _applies(c, dialect)
+            and agent.verdict(c["id"]) not in JUDGED + ("UNSUPPORTED",)
+        ]
+
+
+def _applies(criterion: dict[str, Any], dialect: str) -> bool:
+    only = criterion.get("dialects")
+    return not only or dialect in only
 
 
 def _slug(name: str) -> str:

@@ -195,13 +195,15 @@ class _RecordingAdapter:
     ],
 )
 def test_deadline_is_scaled_deadline_plus_grace(gateway, deadline, caps, scale, expected):
-    from conformance.runner import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
+    from conformance.deadlines import ATTEMPT_OVERHEAD_S, DEADLINE_GRACE_S, DEFAULT_DEADLINE_S
+    from conformance.runner import deadline_s
 
     assert DEADLINE_GRACE_S == 5.0 and DEFAULT_DEADLINE_S == 30.0
     import dataclasses
 
     sc = load_scenario(CRITERIA / "str" / "str-09-healthy-stream.yaml")
     sc = dataclasses.replace(sc, deadline=deadline)
+    expected += ATTEMPT_OVERHEAD_S * sum(st.times for st in sc.script)  # per model request
     agent = _RecordingAdapter(caps)
     run_scenario(gateway, agent, sc, time_scale=scale)
     assert agent.requests[0].deadline_s == pytest.approx(expected, abs=1e-9)

@@ -3,7 +3,7 @@ tools, and a typed error kind read from whatever the SDK raised.
 
 An SDK adapter writes one function, `turn(ctx)`, that drives the SDK's own agent loop and reports
 through `ctx.emit`; `run_turn` runs it on a worker thread, bounded by the run's deadline, and
-returns a redacted `RunOutcome`. The SDK's request layer is left at its defaults: these adapters
+returns its `RunOutcome` unredacted (the runner redacts). The SDK's request layer is left at its defaults: these adapters
 add no retries, no fallback, no time scaling.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from conformance.adapters.base import RunOutcome, RunRequest, redact, redact_obj
+from conformance.adapters.base import RunOutcome, RunRequest, redact
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT_S",
@@ -248,8 +248,8 @@ def run_turn(
     key = req.api_key
     return RunOutcome(
         status=status,
-        events=redact_obj(snapshot, key),
-        hello=redact_obj(snapshot[0], key),
+        events=snapshot,
+        hello=snapshot[0],
         log=redact(state["log"], key),
         error=redact(error, key) if error else None,
     )

@@ -37,12 +37,13 @@ class RunRequest:
 
 @dataclass
 class RunOutcome:
-    """What one run produced; every string in it is already redacted."""
+    """What one run produced, as the agent wrote it: the runner judges DBG-02 on it, then
+    redacts the run's secret from everything it keeps."""
 
     status: str  # "ran" | "error" | "timeout" | "unsupported"
     events: list[dict]  # each with "t_ns" (time.monotonic_ns() on arrival)
     hello: dict | None
-    log: str  # the agent's stderr / log, secret redacted, capped in size
+    log: str  # the agent's stderr / log, capped in size (not redacted)
     error: str | None  # what went wrong, for error/timeout/unsupported
 
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import IO
 
-from conformance.adapters.base import RunOutcome, RunRequest, redact, redact_obj
+from conformance.adapters.base import RunOutcome, RunRequest, redact
 
 __all__ = ["EXIT_UNSUPPORTED", "CommandAdapter", "kill_group"]
 
@@ -274,9 +274,9 @@ class CommandAdapter:
             reader.join()
         return RunOutcome(
             status=status,
-            events=redact_obj(events, key),
-            hello=redact_obj(hello, key),
-            log=redact(reader.log(), key),
+            events=events,
+            hello=hello,
+            log=reader.log(),
             error=redact(error, key) if error else None,
         )
 

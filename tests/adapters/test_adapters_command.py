@@ -213,7 +213,8 @@ def test_stderr_flood_is_capped(tmp_path):
     assert "[log truncated at 10000 bytes]" in out.log
 
 
-def test_api_key_is_redacted_everywhere(tmp_path):
+def test_the_agents_output_is_handed_over_as_written(tmp_path):
+    # DBG-02 is judged on what the agent wrote: the runner redacts, after the checks.
     body = """
     key = os.environ["OPENAI_API_KEY"]
     hello()
@@ -224,11 +225,10 @@ def test_api_key_is_redacted_everywhere(tmp_path):
     """
     out, _, _ = run(tmp_path, body)
     assert out.status == "error"
-    everything = repr(out.events) + out.log + out.error
-    assert KEY not in everything
-    assert "using key [REDACTED]" in out.log
-    assert out.events[1]["message"] == "bad key [REDACTED]"
-    assert "[REDACTED]" in out.error
+    assert f"using key {KEY}" in out.log
+    assert out.events[1]["message"] == f"bad key {KEY}"
+    # The adapter's own error text quotes the bad line: harness text, redacted at once.
+    assert KEY not in out.error and "[REDACTED]" in out.error
 
 
 def test_abort_is_forwarded(tmp_path):

@@ -303,16 +303,15 @@ def test_deadline_kills_hanging_agent_and_its_children(tmp_path):
     assert not group_alive(ad.last_pgid), "process group survived the deadline"
 
 
-def test_api_key_is_redacted(tmp_path):
+def test_the_agents_output_is_handed_over_as_written(tmp_path):
+    # DBG-02 is judged on what the agent wrote: the runner redacts, after the checks.
     body = """
     print("key is", key, file=sys.stderr)
     print("stdout key", key)
     sys.exit(1 if "fail" in prompt else 0)
     """
     out = adapter(tmp_path, body).run(request(tmp_path))
-    blob = json.dumps([out.events, out.log, out.error])
-    assert KEY not in blob
-    assert "[REDACTED]" in out.log and "[REDACTED]" in out.events[1]["text"]
+    assert KEY in out.log and KEY in out.events[1]["text"]
 
 
 def test_not_installed_is_a_clear_error(tmp_path, monkeypatch):
