@@ -17,6 +17,10 @@ core is fed ``Aborted`` instead of anything else, and a request task checks the 
 connects, so nothing is sent after an abort. On ``EndTurn``, an abort, or a bug (shown as an
 error), every task still running is cancelled and exactly one ``turn_end`` is emitted.
 
+Everything the agent writes (events, debug dumps, tool-call log lines) passes one
+:class:`~conformance.reference.redaction.Redactor` on its way out, so that a key a server echoes
+in an error body never reaches them (DBG-02); a refreshed key is added to it.
+
 Wire dialects: the core speaks chat completions. ``start.dialect`` (default ``openai_chat``)
 picks a codec (``_wire_*.py``) that renders each request body for its endpoint and turns each
 server-sent event, and each 200 JSON body, back into chat chunks / a chat body before the core
@@ -66,6 +70,7 @@ from .core import (
     TurnCore,
     WriteDebugDump,
 )
+from .redaction import Redactor
 from .toolbox import BATCH_TOOL, ToolBox, ToolSpec, write_log_line
 
 __all__ = ["DIALECTS", "HELLO", "Behaviours", "UnknownDialect", "codec_for", "run_protocol"]
@@ -152,15 +157,16 @@ class _Driver:
         rng: random.Random,
         workdir: Path | None,
         refresh_key: Callable[[], str] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.start = start
+        self.redactor = redactor or Redactor(api_key, enabled=behaviours.redact_own_key)
         self.emit = emit
         self.session = session
         self.abort = abort
         self.codec = codec_for(start.get("dialect"))
         self.url = base_url.rstrip("/") + self.codec.path
         self.auth = self.codec.headers(api_key)
-        self.key = api_key or "\0"
         # RTY-10: where a refreshed key comes from (default: the key given at the start).
         self.refresh_key = refresh_key or (lambda: api_key)
         self.ssl = ssl
@@ -261,6 +267,7 @@ class _Driver:
                 self._cancel(("req", a.request_id))
             elif isinstance(a, RefreshCredentials):
                 key = self.refresh_key()
+                self.redactor.add(key)
                 self.auth = self.codec.headers(key)
             elif isinstance(a, StartTimer):
                 self._spawn(("timer", a.timer_id), self._timer(a))
@@ -272,7 +279,7 @@ class _Driver:
                 self._cancel(("tool", a.call_id))
             elif isinstance(a, LogToolCall):
                 if self.log_path is not None:
-                    write_log_line(self.log_path, a.record)
+                    write_log_line(self.log_path, self.redactor.obj(a.record))
             elif isinstance(a, CallStopHook):
                 self._spawn(("hook", None), self._stop_hook())
             elif isinstance(a, WriteDebugDump):
@@ -351,17 +358,20 @@ class _Driver:
         self.feed(StopHookDone(blocked))
 
     def _dump(self, a: WriteDebugDump) -> None:
-        """Debug dump of a rejected request (no headers, so no key); never fails the turn."""
+        """Debug dump of a rejected request (no headers; an echoed key redacted); never fails
+        the turn."""
         if self.debug_dir is None:
             return
         try:
             self.debug_dir.mkdir(parents=True, exist_ok=True)
-            text = json.dumps(a.record, ensure_ascii=False, indent=1).replace(
-                self.key, "[REDACTED]"
-            )
+            text = json.dumps(self.redactor.obj(a.record), ensure_ascii=False, indent=1)
             (self.debug_dir / f"http-400-{a.index}.json").write_text(text)
         except OSError:
             pass
+
+
+def _redacting(emit: Callable[[dict], None], redactor: Redactor) -> Callable[[dict], None]:
+    return lambda event: emit(redactor.obj(event))
 
 
 async def run_protocol(
@@ -381,7 +391,10 @@ async def run_protocol(
 
     Returns the ``turn_end`` reason (``completed``, ``error`` or ``aborted``). ``refresh_key``
     re-reads the key from its source after a 401 for expired credentials (default: ``api_key``).
+    Every event reaches ``emit`` with the key (whole or masked) replaced by ``[REDACTED]``.
     """
+    redactor = Redactor(api_key, enabled=behaviours.redact_own_key)
+    emit = _redacting(emit, redactor)  # the one way out for events
     emit(dict(HELLO))
     ssl_ctx: Any = ssl_mod.create_default_context(cafile=ca_file) if ca_file else None
     reason = "error"
@@ -400,6 +413,7 @@ async def run_protocol(
                 rng=rng or random.Random(),
                 workdir=workdir,
                 refresh_key=refresh_key,
+                redactor=redactor,
             )
             reason = await driver.run()
         except Exception as exc:  # a bug must still end the turn

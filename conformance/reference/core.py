@@ -226,6 +226,13 @@ class Behaviours:
     bound_continuations: bool = True  # off: the continuation never stops (TRN-04)
     discard_failed_tool_calls: bool = True  # off: a failed stream's tool calls run (STR-03)
     stop_on_abort: bool = True  # off: after an abort the agent retries / falls back (CTL-01)
+    retry_budget: bool = True  # off: 11 retries of one request instead of 10 (RTY-04)
+    give_up_when_exhausted: bool = True  # off: retryable errors are retried without end (RTY-04)
+    backoff_cap: bool = True  # off: the backoff 0.5 x 2^(n-1) s is never capped at 32 s (RTY-03)
+    fallback_after_first_cut: bool = True  # off: a cut stream is resent streaming 10 times first
+    honest_exit: bool = True  # off: the front end exits 89 "unsupported" after turn_end
+    strict_truncated_json: bool = True  # off: a dangling key is dropped and the call run (TJS-04)
+    redact_own_key: bool = True  # off: the key a server echoes reaches events, logs, dumps (DBG-02)
 
 
 class CoreError(Exception):
@@ -670,7 +677,7 @@ class TurnCore:
                 self._idle_timer = self._start_timer(IDLE_TIMEOUT_S, "idle")
         elif isinstance(event, TimerFired):
             self._idle_timer = None  # it fired: nothing to cancel
-            self._stream_failed("no data for the idle time limit")
+            self._stream_broke(attempt, "no data for the idle time limit")
         elif isinstance(event, Chunk):
             if attempt.status != 200 or not attempt.stream:
                 raise CoreError(f"Chunk for request {attempt.request_id}, which is not a stream")
@@ -680,7 +687,7 @@ class TurnCore:
                 self._close_attempt()
                 self._attempt_failed(attempt.status, attempt.headers, event.reason, None, None)
             elif attempt.stream:
-                self._stream_failed(event.reason or "the body failed")
+                self._stream_broke(attempt, event.reason or "the body failed")
             else:
                 self._close_attempt()
                 self._attempt_failed(None, {}, event.reason or "reset", "reset", None)
@@ -764,6 +771,17 @@ class TurnCore:
             return
         self._got_reply(r)
 
+    def _stream_broke(self, attempt: _Attempt, why: str) -> None:
+        """The stream broke off after its headers (reset, idle): done if it was already done.
+
+        STR-13: completion is judged by the finish marker, so a break after ``finish_reason``
+        and before ``[DONE]`` ends a complete reply; before it, the attempt failed.
+        """
+        if attempt.reply.finish_reason is not None:
+            self._stream_complete(attempt, cancel=True)
+        else:
+            self._stream_failed(why)
+
     def _empty_reply(self) -> None:
         """STR-16: an empty 200 reply is sent again, a bounded number of times."""
         self._empties += 1
@@ -787,6 +805,11 @@ class TurnCore:
             self._out.append(RemoveMessage(msg_id))
         if not self._fallback_allowed():
             self._step_failed("stream", f"The response stream failed: {why}", "")
+            return
+        if not self.b.fallback_after_first_cut:
+            # Broken copy: the cut stream is retried like a reset, streaming, until the budget
+            # is spent; only then does the non-streaming fallback come.
+            self._attempt_failed(None, {}, f"stream failed ({why})", "reset", None)
             return
         self._fallback_why = f"stream failed ({why})"
         self._leak("server", f"The response stream failed: {why}")
@@ -868,6 +891,8 @@ class TurnCore:
             headers=headers,
             honour_retry_after=self.b.honour_retry_after,
             backoff=self.b.backoff,
+            cap=self.b.backoff_cap,
+            max_retries=self._max_retries(),
         )
         allowed = d.retry
         if status is None and not self.b.retry_connection_errors:
@@ -898,6 +923,12 @@ class TurnCore:
         self._out.append(NoteRetry(self._retries, d.delay_s, d.reason))
         self._wait_timer = self._start_timer(d.delay_s or 0.0, "wait")
         self.phase = Phase.WAIT
+
+    def _max_retries(self) -> int | None:
+        """Retries per request mode (RTY-04); the broken copies try one more, or never stop."""
+        if not self.b.give_up_when_exhausted:
+            return None
+        return retry.MAX_RETRIES + (0 if self.b.retry_budget else 1)
 
     def _surface(
         self, kind: str, message: str, *, body: str = "", fallback_ok: bool = False
@@ -1073,7 +1104,13 @@ class TurnCore:
     # ---- the tool layer (tool_policy decides, the driver executes one attempt) ----------
     def _start_tool(self, cid: str, name: str, raw: str | dict, *, background: bool) -> None:
         chars = len(raw) if isinstance(raw, str) else len(json.dumps(raw))
-        pre = precheck(name, raw, truncated=self._truncated, schemas=self._schemas)
+        pre = precheck(
+            name,
+            raw,
+            truncated=self._truncated,
+            schemas=self._schemas,
+            strict=self.b.strict_truncated_json,
+        )
         if pre.parsed is None:
             # Unknown tool or invalid arguments: decided here, nothing is executed (TOL-01, TJS-*).
             self._log_tool(cid, name, pre.status, pre.output, 0.0, 0, chars)

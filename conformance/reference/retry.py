@@ -103,20 +103,24 @@ class RetryDecision:
     nominal_s: float | None = None
 
 
-def nominal_backoff(retry_number: int) -> float:
-    """Nominal delay in seconds before retry ``retry_number`` (1-based): min(32, 0.5*2^(n-1))."""
+def nominal_backoff(retry_number: int, *, cap: bool = True) -> float:
+    """Nominal delay in seconds before retry ``retry_number`` (1-based): min(32, 0.5*2^(n-1)).
+
+    ``cap=False`` (a broken copy) drops the 32 s cap.
+    """
     if retry_number < 1:
         raise ValueError(f"retry_number must be >= 1, got {retry_number}")
     # Cap the exponent so huge retry numbers cannot overflow.
-    return min(MAX_DELAY_S, BASE_DELAY_S * 2 ** min(retry_number - 1, 64))
+    delay = BASE_DELAY_S * 2 ** min(retry_number - 1, 64)
+    return min(MAX_DELAY_S, delay) if cap else delay
 
 
-def jittered_backoff(retry_number: int, rand: Callable[[], float]) -> float:
+def jittered_backoff(retry_number: int, rand: Callable[[], float], *, cap: bool = True) -> float:
     """Nominal backoff times a jitter factor in [0.75, 1.25]; ``rand()`` returns a float in [0, 1]."""
     r = rand()
     if not (isinstance(r, (int, float)) and 0.0 <= r <= 1.0):
         raise ValueError(f"jitter source must return a float in [0, 1], got {r!r}")
-    return nominal_backoff(retry_number) * (1.0 - JITTER + 2.0 * JITTER * r)
+    return nominal_backoff(retry_number, cap=cap) * (1.0 - JITTER + 2.0 * JITTER * r)
 
 
 def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
@@ -196,17 +200,19 @@ def decide(
     status: int | None = None,
     connection_error: str | None = None,
     headers: Mapping[str, str] | None = None,
-    max_retries: int = MAX_RETRIES,
+    max_retries: int | None = MAX_RETRIES,
     honour_retry_after: bool = True,
     honour_should_retry: bool = True,
     backoff: bool = True,
+    cap: bool = True,
 ) -> RetryDecision:
     """Decide whether the failed attempt is retried and after what delay (seconds, unscaled).
 
     ``retries_done``: retries already made in this request mode (0 after the first failure).
     Exactly one of ``status`` / ``connection_error`` describes the failure. The switches
-    (``honour_retry_after``, ``honour_should_retry``, ``backoff``) exist so a deliberately
-    broken agent can be built; ``backoff=False`` retries immediately.
+    (``honour_retry_after``, ``honour_should_retry``, ``backoff``, ``cap``) exist so a
+    deliberately broken agent can be built; ``backoff=False`` retries immediately,
+    ``cap=False`` lets the backoff grow past 32 s. ``max_retries=None`` never gives up.
     """
     if retries_done < 0:
         raise ValueError(f"retries_done must be >= 0, got {retries_done}")
@@ -218,7 +224,7 @@ def decide(
     if forced is None and not _retryable(status):
         return RetryDecision(False, None, kind, f"{what} is not retryable")
     n = retries_done + 1
-    if n > max_retries:
+    if max_retries is not None and n > max_retries:
         return RetryDecision(False, None, kind, f"{what} after {retries_done} retries")
     asked = parse_retry_after(headers, now) if honour_retry_after else None
     if asked is not None:
@@ -232,5 +238,6 @@ def decide(
         return RetryDecision(True, asked, kind, f"{what}: retry-after {asked:g} s")
     if not backoff:
         return RetryDecision(True, 0.0, kind, f"{what}: immediate retry", 0.0)
-    nominal = nominal_backoff(n)
-    return RetryDecision(True, jittered_backoff(n, rand), kind, f"{what}: backoff", nominal)
+    nominal = nominal_backoff(n, cap=cap)
+    delay = jittered_backoff(n, rand, cap=cap)
+    return RetryDecision(True, delay, kind, f"{what}: backoff", nominal)

@@ -3,8 +3,10 @@
 Theory of operation: arguments arrive as a dict or as JSON text. Text that fails to
 parse while the response was cut short (``finish_reason == "length"``) is handed to
 ``recover_truncated_json``, which closes an unterminated string and any unclosed
-``{`` braces; an unclosed ``[`` is never guessed. A recovered object is used with a
-warning that the caller appends to the tool's result. Parsed arguments are then
+``{`` braces and nothing else (seed 000's rule); an unclosed ``[`` is never guessed.
+A closed text that parses is used with a warning that the caller appends to the tool's
+result; one that still does not parse (a key without a value, a trailing comma, a cut
+literal) is the TJS-04 error, with the truncation hint. Parsed arguments are then
 validated against the tool's JSON Schema so the model learns which field is wrong.
 """
 
@@ -44,12 +46,15 @@ class ParsedArgs:
     warning: str | None
 
 
-def recover_truncated_json(text: str) -> str | None:
+def recover_truncated_json(text: str, *, strict: bool = True) -> str | None:
     """Close a truncated JSON object, or return None when it cannot be recovered.
 
-    Rule: close an unclosed string and unclosed ``{`` braces. An unclosed ``[``
-    means no recovery. A dangling partial key, ``"key"`` or ``"key":`` with no
-    value, and a trailing comma are dropped so the result can parse. Never raises.
+    Rule: close an unclosed string (an unfinished escape in it is dropped) and
+    unclosed ``{`` braces. An unclosed ``[`` means no recovery. The result may still
+    not parse (``{"a": 1, "b": ``): the caller reports that (TJS-04). ``strict=False``
+    is a broken copy that goes past the rule: a dangling partial key, ``"key"`` or
+    ``"key":`` with no value, and a trailing comma are dropped so the result parses.
+    Never raises.
     """
     if not isinstance(text, str):
         return None
@@ -111,6 +116,9 @@ def recover_truncated_json(text: str) -> str | None:
         return None  # nothing unclosed: not a truncation we can repair
     if "[" in stack or not stack or stack[0] != "{":
         return None
+    if strict:
+        out = (text[:esc_start] if esc_start >= 0 else text) + '"' if in_str else text
+        return out + "}" * len(stack)
     out = text
     if in_str:
         if str_is_key:
@@ -197,11 +205,14 @@ def _done(args: dict, schema: dict | None, warning: str | None) -> ParsedArgs:
     return ParsedArgs(True, args, None, warning)
 
 
-def parse_tool_arguments(raw: str | dict, *, truncated: bool, schema: dict | None) -> ParsedArgs:
+def parse_tool_arguments(
+    raw: str | dict, *, truncated: bool, schema: dict | None, strict: bool = True
+) -> ParsedArgs:
     """Parse, repair and validate one tool call's arguments.
 
     ``truncated`` is True when the response carrying the call ended with
-    ``finish_reason == "length"``; then errors carry TRUNCATION_HINT.
+    ``finish_reason == "length"``; then errors carry TRUNCATION_HINT. ``strict``: see
+    :func:`recover_truncated_json`.
     """
     if isinstance(raw, dict):
         return _done(raw, schema, None)
@@ -216,8 +227,9 @@ def parse_tool_arguments(raw: str | dict, *, truncated: bool, schema: dict | Non
     try:
         value: Any = json.loads(text)
     except json.JSONDecodeError as exc:
+        note = ""
         if truncated:
-            fixed = recover_truncated_json(text)
+            fixed = recover_truncated_json(text, strict=strict)
             if fixed is not None:
                 try:
                     value = json.loads(fixed)
@@ -225,10 +237,13 @@ def parse_tool_arguments(raw: str | dict, *, truncated: bool, schema: dict | Non
                     value = None
                 if isinstance(value, dict):
                     return _done(value, schema, TRUNCATION_WARNING)
+                # TJS-04: closed as far as the rule goes, and still not JSON.
+                note = " Closing the cut-short string and braces does not make it valid JSON."
         return ParsedArgs(
             False,
             None,
-            f"Invalid JSON in tool arguments: {exc.msg} at line {exc.lineno} column {exc.colno}.{hint}",
+            f"Invalid JSON in tool arguments: {exc.msg} at line {exc.lineno} column {exc.colno}."
+            f"{note}{hint}",
             None,
         )
     if isinstance(value, str):

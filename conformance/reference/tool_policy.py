@@ -48,8 +48,18 @@ class Precheck:
     parsed: ParsedArgs | None = None
 
 
-def precheck(name: str, raw: str | dict, *, truncated: bool, schemas: dict[str, dict]) -> Precheck:
-    """Decide a call before any execution: unknown tool, invalid arguments, or run it."""
+def precheck(
+    name: str,
+    raw: str | dict,
+    *,
+    truncated: bool,
+    schemas: dict[str, dict],
+    strict: bool = True,
+) -> Precheck:
+    """Decide a call before any execution: unknown tool, invalid arguments, or run it.
+
+    ``strict=False`` (a broken copy) repairs cut-short arguments past the seed's rule.
+    """
     if name not in schemas:
         names = sorted(schemas)
         close = difflib.get_close_matches(name, names, n=1)
@@ -59,7 +69,7 @@ def precheck(name: str, raw: str | dict, *, truncated: bool, schemas: dict[str, 
         if close:
             msg += f" Did you mean {close[0]!r}?"
         return Precheck("unknown", msg)
-    parsed = parse_tool_arguments(raw, truncated=truncated, schema=schemas[name])
+    parsed = parse_tool_arguments(raw, truncated=truncated, schema=schemas[name], strict=strict)
     if not parsed.ok:
         return Precheck("invalid", f"Error: {parsed.error}")
     return Precheck("run", "", parsed)

@@ -169,3 +169,15 @@ def test_RTY_03_property_delay_within_jitter_band_and_capped(n: int, r: float, s
     assert d.retry and d.nominal_s == nominal
     assert 0.75 * nominal - 1e-9 <= d.delay_s <= 1.25 * nominal + 1e-9
     assert d.delay_s <= 40.0
+
+
+def test_RTY_03_cap_off_is_the_uncapped_broken_copy() -> None:
+    assert nominal_backoff(10, cap=False) == 256.0 and nominal_backoff(10) == 32.0
+    d = _decide(status=429, retries_done=9, cap=False)
+    assert d.delay_s == 256.0 and d.nominal_s == 256.0
+
+
+def test_RTY_04_no_budget_never_gives_up_on_a_retryable_error() -> None:
+    d = _decide(status=503, retries_done=500, max_retries=None)
+    assert d.retry and d.delay_s == 32.0
+    assert not _decide(status=400, retries_done=500, max_retries=None).retry

@@ -11,6 +11,7 @@ import json
 
 from conformance.reference.core import (
     Aborted,
+    Behaviours,
     BodyEnded,
     CancelTimer,
     CancelTool,
@@ -56,7 +57,13 @@ TOOLS = [
 class Turn:
     """One turn answered by hand; ``now`` advances one second per event."""
 
-    def __init__(self, *, debug: bool = True, **config) -> None:
+    def __init__(
+        self,
+        *,
+        debug: bool = True,
+        behaviours: Behaviours = Behaviours(),  # noqa: B008 - frozen
+        **config,
+    ) -> None:
         start = {
             "model": "m",
             "prompt": "go",
@@ -67,7 +74,7 @@ class Turn:
         }
         if debug:
             start["debug_dir"] = "/dbg"
-        self.core = TurnCore(start, rand=lambda: 0.5)
+        self.core = TurnCore(start, behaviours=behaviours, rand=lambda: 0.5)
         self.now = 0.0
         self.log: list = list(self.core.begin(self.now))
 
@@ -153,6 +160,34 @@ def test_TJS_02_recovered_arguments_run_and_the_warning_follows_the_output():
     t.outcome("ok", "saved")
     out = t.results[0].output
     assert t.results[0].status == "ok" and out.startswith("saved\n\n") and "truncated" in out
+
+
+DANGLING = '{"title": "t", "body": '  # cut right after a key: it has no value
+
+
+def test_TJS_04_a_dangling_key_stays_unparsable_and_nothing_runs():
+    # Seed 000: closing strings and braces gives '{"title": "t", "body": }', still not JSON.
+    t = Turn()
+    t.reply(("c1", "write_note", DANGLING), finish="length")
+    [res] = t.results
+    assert res.status == "invalid" and res.output.startswith("Error: Invalid JSON")
+    assert res.output.endswith(HINT)
+    assert not t.of(RunTool)
+    sent = t.of(SendRequest)[-1].body["messages"]
+    assert {"role": "tool", "tool_call_id": "c1", "content": res.output} in sent
+
+
+def test_TJS_04_a_dangling_key_without_a_length_finish_has_no_hint():
+    t = Turn()
+    t.reply(("c1", "write_note", DANGLING))
+    [res] = t.results
+    assert res.status == "invalid" and "Invalid JSON" in res.output and HINT not in res.output
+
+
+def test_TJS_04_switch_off_drops_the_dangling_key_and_runs_the_call():
+    t = Turn(behaviours=Behaviours(strict_truncated_json=False))
+    t.reply(("c1", "write_note", DANGLING), finish="length")
+    assert t.of(RunTool) == [RunTool("c1", "write_note", {"title": "t"}, 1)]
 
 
 def test_TJS_06_double_encoded_object_is_repaired_before_running():

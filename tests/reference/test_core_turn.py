@@ -410,6 +410,35 @@ def test_STR_13_finish_without_done_completes():
     assert d.end == EndTurn("completed") and len(d.sends) == 1
 
 
+def test_STR_13_reset_after_the_finish_chunk_completes_without_a_resend():
+    d = Drive()
+    d.stream(delta_event("ok"), delta_event(finish="stop"), fail="reset")
+    assert d.end == EndTurn("completed") and len(d.sends) == 1
+    assert not d.of(RemoveMessage) and not d.of(ShowError)
+    assert d.of(EmitMessage)[-1].text == "ok"
+
+
+def test_STR_13_reset_after_finish_tool_calls_runs_the_calls():
+    d = Drive()
+    d.stream(delta_event(calls=[call()]), delta_event(finish="tool_calls"), fail="reset")
+    assert [r.call_id for r in d.of(RunTool)] == ["c1"] and len(d.sends) == 1
+
+
+def test_STR_13_silence_after_the_finish_chunk_completes_too():
+    d = Drive()
+    d.feed(HeadersReceived(d.rid, 200, {}, NOW))
+    d.feed(Chunk(d.rid, delta_event("ok", finish="stop")))
+    idle = [t for t in d.of(StartTimer) if t.purpose == "idle"][-1]
+    out = d.feed(TimerFired(idle.timer_id))
+    assert CancelRequest(1) in out and d.end == EndTurn("completed") and len(d.sends) == 1
+
+
+def test_STR_13_a_reset_before_the_finish_chunk_is_still_a_failure():
+    d = Drive()
+    d.stream(delta_event("ok"), fail="reset")
+    assert d.sends[-1].body["stream"] is False and d.of(RemoveMessage)
+
+
 def test_STR_14_malformed_event_takes_the_fallback():
     d = Drive()
     d.stream("{not json", done=False)
@@ -1069,6 +1098,52 @@ def test_CTL_01_broken_copy_retries_after_an_abort():
     assert d.core.phase is Phase.WAIT
     d.fire()
     assert len(d.sends) == 3 and d.end is None
+
+
+def test_RTY_04_broken_copy_retry_budget_off_retries_once_more():
+    d = Drive(Behaviours(retry_budget=False), _start={"stream": False})
+    d.fail_n(11)
+    assert len(d.sends) == 12 and d.end is None  # 11 retries of one request
+    d.fail_n(1)
+    assert len(d.sends) == 12 and d.end == EndTurn("error")
+    healthy = Drive(_start={"stream": False})
+    healthy.fail_n(11)
+    assert len(healthy.sends) == 11 and healthy.end == EndTurn("error")
+
+
+def test_RTY_04_broken_copy_give_up_when_exhausted_off_never_stops():
+    d = Drive(Behaviours(give_up_when_exhausted=False), _start={"stream": False})
+    d.fail_n(40, code=429)
+    assert len(d.sends) == 41 and d.end is None and d.core.phase is Phase.REQUEST
+    assert d.of(NoteRetry)[-1].attempt == 40 and d.of(NoteRetry)[-1].delay_s == 32.0
+    d.fail_n(1, code=400)  # a non-retryable error still ends the turn
+    assert d.end == EndTurn("error")
+
+
+def test_RTY_03_broken_copy_backoff_cap_off_grows_past_32_s():
+    d = Drive(Behaviours(backoff_cap=False), _start={"stream": False})
+    d.fail_n(10, code=429)
+    assert [r.delay_s for r in d.of(NoteRetry)] == [0.5 * 2**n for n in range(10)]
+    healthy = Drive(_start={"stream": False})
+    healthy.fail_n(10, code=429)
+    assert [r.delay_s for r in healthy.of(NoteRetry)][-4:] == [32.0] * 4
+
+
+def test_STR_01_broken_copy_fallback_after_first_cut_off_resends_the_stream_first():
+    d = Drive(Behaviours(fallback_after_first_cut=False))
+    for _ in range(11):
+        d.stream(delta_event("half"), fail="reset")
+        if d.core.phase is Phase.WAIT:
+            d.fire()
+    # The cut stream is resent streaming 10 times (with backoff), then the fallback comes.
+    assert [s.body["stream"] for s in d.sends] == [True] * 11 + [False]
+    assert [r.delay_s for r in d.of(NoteRetry)] == [0.5, 1, 2, 4, 8, 16, 32, 32, 32, 32]
+    assert len(d.of(RemoveMessage)) == 11  # each failed attempt's message is still withdrawn
+    d.full("whole")
+    assert d.end == EndTurn("completed")
+    healthy = Drive()
+    healthy.stream(delta_event("half"), fail="reset")
+    assert [s.body["stream"] for s in healthy.sends] == [True, False]
 
 
 WINDOW_400 = (

@@ -59,6 +59,33 @@ def test_TJS_04_recovered_still_unparsable_gives_error_with_hint() -> None:
     assert not res.ok and HINT in res.error
 
 
+def test_TJS_04_a_dangling_key_is_not_dropped() -> None:
+    # Closing strings and braces only (seed 000): the key without a value stays unparsable.
+    text = '{"path": "a.txt", "content": '
+    assert recover_truncated_json(text) == '{"path": "a.txt", "content": }'
+    res = parse_tool_arguments(text, truncated=True, schema=None)
+    assert not res.ok and res.arguments is None and res.error.endswith(HINT)
+    assert "does not make it valid JSON" in res.error
+
+
+def test_TJS_04_a_cut_key_or_trailing_comma_is_not_repaired_either() -> None:
+    for text in ['{"path": "a.txt", "con', '{"path": "a.txt",', '{"path": "a.txt", "content"']:
+        res = parse_tool_arguments(text, truncated=True, schema=None)
+        assert not res.ok and HINT in res.error, text
+
+
+def test_TJS_04_lenient_recovery_is_the_broken_copy() -> None:
+    text = '{"path": "a.txt", "content": '
+    assert recover_truncated_json(text, strict=False) == '{"path": "a.txt"}'
+    res = parse_tool_arguments(text, truncated=True, schema=None, strict=False)
+    assert res.ok and res.arguments == {"path": "a.txt"}
+
+
+def test_TJS_02_an_unfinished_escape_is_dropped_when_the_string_is_closed() -> None:
+    assert json.loads(recover_truncated_json('{"a": "x\\')) == {"a": "x"}
+    assert json.loads(recover_truncated_json('{"a": "x\\u00')) == {"a": "x"}
+
+
 def test_TJS_05_invalid_json_without_truncation_has_no_hint() -> None:
     res = parse_tool_arguments("{'a': 1}", truncated=False, schema=None)
     assert not res.ok
@@ -140,30 +167,35 @@ _objects = st.recursive(
 )
 
 
-def _string_and_value_end_positions(text: str) -> tuple[list[int], list[int]]:
-    """Cut points inside strings, and cut points just after a complete value."""
-    inside, after = [], []
-    in_str = esc = False
+def _cut_points(text: str) -> tuple[list[int], list[int], list[int]]:
+    """Cut points inside value strings, inside key strings, and just after a complete value."""
+    values, keys, after = [], [], []
+    in_str = esc = is_key = False
+    prev = ""  # the previous significant character outside strings
     for i, ch in enumerate(text):
         if in_str:
-            inside.append(i)
+            (keys if is_key else values).append(i)
             if esc:
                 esc = False
             elif ch == "\\":
                 esc = True
             elif ch == '"':
                 in_str = False
+                prev = '"'
                 # the string ends at i+1; after a value if followed by , or }
                 rest = text[i + 1 :].lstrip()
                 if rest[:1] in (",", "}"):
                     after.append(i + 1)
-        elif ch == '"':
-            in_str = True
+            continue
+        if ch == '"':
+            in_str, is_key = True, prev in ("{", ",")
         elif ch == "}":
             after.append(i + 1)
         elif ch not in " :,{" and text[i + 1 : i + 2] in (",", "}"):
             after.append(i + 1)  # end of a number / literal
-    return inside, after
+        if not ch.isspace() and ch != '"':
+            prev = ch
+    return values, keys, after
 
 
 @settings(max_examples=100, deadline=None)
@@ -172,8 +204,8 @@ def test_TJS_02_property_prefix_recovers_to_prefix_keys(
     obj: dict, data: st.DataObject, ascii_only: bool
 ) -> None:
     text = json.dumps(obj, ensure_ascii=ascii_only)
-    inside, after = _string_and_value_end_positions(text)
-    cuts = [c for c in inside + after if 0 < c < len(text)]
+    values, _keys, after = _cut_points(text)
+    cuts = [c for c in values + after if 0 < c < len(text)]
     if not cuts:
         return
     cut = data.draw(st.sampled_from(cuts))
@@ -184,6 +216,24 @@ def test_TJS_02_property_prefix_recovers_to_prefix_keys(
     assert isinstance(value, dict)
     keys = list(value)
     assert keys == list(obj)[: len(keys)]
+
+
+@settings(max_examples=100, deadline=None)
+@given(obj=_objects, data=st.data())
+def test_TJS_04_property_a_cut_inside_a_key_stays_unparsable(
+    obj: dict, data: st.DataObject
+) -> None:
+    # Closing strings and braces leaves a key without a value: not JSON, so no call runs.
+    text = json.dumps(obj)
+    _values, keys, _after = _cut_points(text)
+    if not keys:
+        return
+    prefix = text[: data.draw(st.sampled_from(keys))]
+    res = parse_tool_arguments(prefix, truncated=True, schema=None)
+    assert not res.ok and HINT in res.error, prefix
+    # The broken copy drops the dangling key and parses what is left.
+    lenient = json.loads(recover_truncated_json(prefix, strict=False))
+    assert list(lenient) == list(obj)[: len(lenient)]
 
 
 @settings(max_examples=100, deadline=None)
