@@ -4,6 +4,11 @@ Theory of operation: `run_protocol` is a coroutine, so each run gets a fresh eve
 worker thread. The user abort (a threading.Event) is bridged into the loop's asyncio.Event by a
 small watcher thread; the deadline is enforced inside the loop (asyncio.wait_for cancels the
 turn) and, as a safety net, by a bounded join of the worker thread.
+
+The outcome holds what the agent wrote, as it wrote it: its events (the agent keeps its own key
+out of them), the traceback of a crash as its log, the error. Nothing is redacted here: the
+runner judges DBG-02 on the outcome and redacts afterwards. The ``honest_exit`` broken copy is
+reported as the command front end would be seen: exit 89 ("unsupported") after ``turn_end``.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import threading
 import time
 import traceback
 
-from conformance.adapters.base import RunOutcome, RunRequest, redact, redact_obj
+from conformance.adapters.base import RunOutcome, RunRequest
 from conformance.reference import HELLO, Behaviours, run_protocol
 
 __all__ = ["ReferenceAdapter"]
@@ -61,13 +66,14 @@ class ReferenceAdapter:
         with lock:
             snapshot = list(events)
         hello = next((e for e in snapshot if e.get("type") == "hello"), None)
-        key = req.api_key
+        status, error = state["status"], state["error"]
+        ended = any(e.get("type") == "turn_end" for e in snapshot)
+        if status == "ran" and ended and not self.behaviours.honest_exit:
+            # The front end of this broken copy exits 89 once turn_end is written.
+            status = "unsupported"
+            error = "exit 89 (unsupported) came after the turn: turn_end was already written"
         return RunOutcome(
-            status=state["status"],
-            events=redact_obj(snapshot, key),
-            hello=redact_obj(hello, key),
-            log=redact(state["log"], key)[:1_000_000],
-            error=redact(state["error"], key) if state["error"] else None,
+            status=status, events=snapshot, hello=hello, log=state["log"][:1_000_000], error=error
         )
 
     async def _turn(self, req: RunRequest, emit) -> tuple[str, str | None]:

@@ -6,22 +6,28 @@ the conversation (see :mod:`conformance.reference.console`).
 ``python -m conformance.reference adapter`` speaks the adapter protocol on stdio: reads the
 ``start`` line from stdin, runs :func:`run_protocol` (base URL and key from ``OPENAI_BASE_URL`` /
 ``OPENAI_API_KEY``, CA bundle from ``SSL_CERT_FILE``), writes one JSON event per line to stdout,
-and treats a later ``{"type": "abort"}`` line as the user's abort.
+and treats a later ``{"type": "abort"}`` line as the user's abort. ``--off SWITCH`` (repeatable)
+turns one :class:`~conformance.reference.core.Behaviours` switch off, for a broken copy run as a
+command.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
 
-from .agent import HELLO, run_protocol
+from .agent import HELLO, Behaviours, run_protocol
 
-__all__ = ["main"]
+__all__ = ["UNSUPPORTED_EXIT", "main"]
+
+UNSUPPORTED_EXIT = 89  # the adapter protocol's "this scenario is not supported"
 
 
-async def _adapter() -> int:
+async def _adapter(behaviours: Behaviours) -> int:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -69,20 +75,38 @@ async def _adapter() -> int:
             ca_file=os.environ.get("SSL_CERT_FILE") or None,
             # RTY-10: a refresh re-reads the key from the environment, its source.
             refresh_key=lambda: os.environ.get("OPENAI_API_KEY", ""),
+            behaviours=behaviours,
         )
     finally:
         watcher.cancel()
+    if not behaviours.honest_exit:
+        # Broken copy: claims "unsupported" although the turn ran and turn_end is written.
+        return UNSUPPORTED_EXIT
     return 0
+
+
+def _adapter_options(args: list[str]) -> Behaviours:
+    p = argparse.ArgumentParser(prog="python -m conformance.reference adapter")
+    p.add_argument(
+        "--off",
+        action="append",
+        default=[],
+        metavar="SWITCH",
+        choices=[f.name for f in dataclasses.fields(Behaviours)],
+        help="turn this behaviour off (a deliberately broken copy); repeatable",
+    )
+    return Behaviours(**{name: False for name in p.parse_args(args).off})
 
 
 USAGE = """\
 usage: python -m conformance.reference run TASK [--model M] [--workdir DIR] [options]
-       python -m conformance.reference adapter
+       python -m conformance.reference adapter [--off SWITCH ...]
 
   run      run TASK against OPENAI_BASE_URL (key from OPENAI_API_KEY) with local tools
            confined to --workdir, printing the conversation as its user sees it;
            'run --help' lists the options
-  adapter  speak the adapter protocol on stdin/stdout (the conformance harness's side)
+  adapter  speak the adapter protocol on stdin/stdout (the conformance harness's side);
+           --off SWITCH builds a broken copy with that behaviour off
 """
 
 
@@ -90,7 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     """CLI entry: ``run`` (interactive console) or ``adapter`` (protocol on stdio)."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["adapter"]:
-        return asyncio.run(_adapter())
+        try:
+            behaviours = _adapter_options(args[1:])
+        except SystemExit as exc:  # argparse: --help is 0, bad usage 2
+            return int(exc.code or 0)
+        return asyncio.run(_adapter(behaviours))
     if args[:1] == ["run"]:
         from .console import main as console_main
 
