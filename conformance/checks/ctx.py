@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.partial import turn_over
 from conformance.evidence import Evidence, is_failed
 
 __all__ = [
@@ -135,6 +136,9 @@ def check_ctx_01(ev: Evidence) -> Finding:
             f"(seq {[e.get('seq') for e in compactions]})",
         )
     size = len(_text(_messages(p)))
+    if not turn_over(ev):
+        # A resend verbatim or a second compaction is final; the recovery may still come.
+        return not_applicable(expected, "the turn has not ended: the recovery may still come")
     if not compactions:
         smaller = [e for e in later if len(_text(_messages(e))) < size]
         if smaller:
@@ -180,6 +184,8 @@ def check_ctx_02(ev: Evidence) -> Finding:
             f"{what} seq {after[0].get('seq')} after the second overflow "
             f"(seq {chat[second].get('seq')})",
         )
+    if not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the error may still be shown")
     errors = ev.errors()
     if not errors:
         return failed(expected, "no error was shown to the user")
@@ -219,6 +225,8 @@ def check_ctx_03(ev: Evidence) -> Finding:
         return not_applicable(expected, "the history has no tool call without a result")
     if training:
         return not_applicable(expected, "training-data mode: repair is refused (CTX-04)")
+    if not main and not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the request may still come")
     if not main:
         return failed(
             expected,
@@ -273,6 +281,8 @@ def check_ctx_05(ev: Evidence) -> Finding:
     if hit is None:
         return not_applicable(expected, "no media-too-large error on a request carrying media")
     e = main[hit]
+    if hit + 1 >= len(main) and not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the retry may still come")
     if hit + 1 >= len(main):
         return failed(expected, f"no retry after the media error at seq {e.get('seq')}")
     nxt = main[hit + 1]
@@ -295,5 +305,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 }
 
 
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"CTX-04"})
+# Criteria whose FAIL on a run cut short is final (see registry.py): a request resent verbatim,
+# sent unpaired or with media, a second compaction or a request after the second overflow; what
+# must eventually follow is judged once the turn ended.
+FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS)

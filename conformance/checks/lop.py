@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from conformance.evidence import Evidence, is_failed
 
@@ -231,9 +232,10 @@ def check_lop_03(ev: Evidence) -> Finding:
             f"the model passed the cap at seq {over_at['seq']}, yet seq {went_on[0]['seq']} "
             "offers tools again: the turn went on",
         )
+    if not turn_over(ev):
+        # The end belongs to LOP-04; here it only means the turn may still stop.
+        return not_applicable(expected, "the turn has not ended")
     ends = ev.turn_ends()
-    if not ends:
-        return failed(expected, "the agent never reported the end of the turn")
     shown = [x.get("message") for x in ev.errors()]
     return passed(
         expected,
@@ -357,5 +359,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 }
 
 
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"LOP-02", "LOP-05", "LOP-06"})
+# Criteria whose FAIL on a run cut short is final (see registry.py): a tool run or offered past
+# the cap, a compaction past the breaker, a request that goes on as usual after a loop or an
+# ignored reminder.
+FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS)

@@ -14,6 +14,7 @@ from typing import Any
 
 from conformance.checks.ctx import is_compaction
 from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.partial import turn_over
 from conformance.evidence import Evidence, is_failed
 
 __all__ = [
@@ -146,6 +147,8 @@ def check_mfb_01(ev: Evidence) -> Finding:
         return not_applicable(expected, "no qualifying overload in this run")
     if streak < 2:
         return not_applicable(expected, "the run ended after a single overload")
+    if not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the switch may still come")
     return failed(
         expected,
         f"{streak} consecutive overloads on {_model(chat[-1])!r} ended the "
@@ -254,5 +257,6 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 }
 
 
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"MFB-02", "MFB-03", "MFB-04"})
+# Criteria whose FAIL on a run cut short is final (see registry.py): a switch at the wrong time,
+# a switch back, private fields sent to the fallback model; "never switched" waits for the end.
+FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS)

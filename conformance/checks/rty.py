@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.partial import turn_over
 from conformance.evidence import (
     RETRYABLE_STATUSES,
     Evidence,
@@ -64,6 +65,8 @@ def label_of(statuses: frozenset[int | None]) -> str:
 def _unretried(ev: Evidence, statuses: frozenset[int | None], expected: str) -> Finding:
     """No retry followed a matching failure: a fail if such a failure was seen, else n/a."""
     seen = [e for e in ev.chat() if _status(e) in statuses and asked_wait(e) is None]
+    if seen and not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the retry may still come")
     if seen:
         return failed(
             expected,
@@ -91,7 +94,7 @@ def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
     if judged:
         return passed(expected, "; ".join(judged))
     asked_seen = [e for e in ev.chat() if (a := asked_wait(e)) and a[1] == kind]
-    if asked_seen:
+    if asked_seen and turn_over(ev):
         return failed(expected, f"seq {asked_seen[0].get('seq')} asked a wait; no retry followed")
     return not_applicable(expected, f"no response with {label} in this run")
 
@@ -145,7 +148,9 @@ def check_rty_04(ev: Evidence) -> Finding:
                 return failed(expected, f"{mode}: {len(run)} consecutive attempts of one request")
             last = run[-1]
             retryable = _status(last) in RETRYABLE_STATUSES or not last.get("response")
-            if is_failed(last) and retryable and len(run) < MAX_RETRIES + 1:
+            # Giving up shows only once the turn ended; more attempts show at once.
+            gave_up = is_failed(last) and retryable and len(run) < MAX_RETRIES + 1
+            if gave_up and turn_over(ev):
                 return failed(
                     expected,
                     f"{mode}: gave up after {len(run)} attempts "
@@ -322,6 +327,8 @@ def check_rty_10(ev: Evidence) -> Finding:
             break
         same.append(e)
     after_401 = [b for a, b in zip(same, same[1:], strict=False) if expired_401(a)]
+    if not after_401 and not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the retry may still come")
     if not after_401:
         return failed(expected, f"the 401 at seq {chat[i].get('seq')} was never retried")
     if len(after_401) > 1:
@@ -377,6 +384,8 @@ def check_rty_11(ev: Evidence) -> Finding:
             continue
         window, used = o
         nxt = next((x for x in chat[i + 1 :] if _messages(x) == _messages(e)), None)
+        if nxt is None and not turn_over(ev):
+            continue  # the corrected request may still come
         if nxt is None:
             return failed(expected, f"the overflow at seq {e.get('seq')} was never corrected")
         before, after = _out_limit(e), _out_limit(nxt)
@@ -418,6 +427,8 @@ def check_rty_14(ev: Evidence) -> Finding:
                 return failed(expected, f"asked {s:g}s via {asked[1]}, waited {_fmt(wait)}")
             judged.append(f"asked {s:g}s, retried after {_fmt(wait)}")
             continue
+        if not ev.errors() and not turn_over(ev):
+            continue  # neither the retry nor the error has come yet
         if not ev.errors():
             ends = [t.get("reason") for t in ev.turn_ends()]
             return failed(
@@ -450,6 +461,8 @@ def check_rty_15(ev: Evidence) -> Finding:
                 f"status {_status(e)} with x-should-retry: false (seq {e.get('seq')}) resent "
                 f"at seq {again.get('seq')}",
             )
+        if flag == "true" and again is None and not turn_over(ev):
+            continue  # the forced retry may still come
         if flag == "true" and again is None:
             return failed(
                 expected,
@@ -473,4 +486,7 @@ CHECKS.update(
 
 
 # Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"RTY-07", "RTY-09", "RTY-12"})
+# Each FAIL is a retry sent too early, too late, once too often, or one that should not have
+# been sent; "never retried" waits for the turn's end. RTY-08 is left out: more retries can
+# show the jitter that a few did not.
+FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS) - {"RTY-08"}

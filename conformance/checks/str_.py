@@ -12,7 +12,8 @@ import json
 from collections.abc import Callable
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
-from conformance.evidence import Evidence, is_failed
+from conformance.checks.partial import turn_over
+from conformance.evidence import RETRYABLE_STATUSES, Evidence, is_failed
 
 __all__ = [
     "CHECKS",
@@ -52,6 +53,8 @@ def _fallback(ev: Evidence, faults: frozenset[str], label: str) -> Finding:
     for i, e in enumerate(chat):
         if not broke_after_headers(e, faults):
             continue
+        if i + 1 >= len(chat) and not turn_over(ev):
+            continue  # the fallback may still come
         judged += 1
         if i + 1 >= len(chat):
             return failed(expected, f"no request after the broken stream at seq {e.get('seq')}")
@@ -170,9 +173,16 @@ def check_str_05(ev: Evidence) -> Finding:
         return not_applicable(expected, "no streaming failure before headers in this run")
     if not all(is_failed(e) for e in streamed):
         return not_applicable(expected, "a streaming attempt succeeded; no fallback needed")
-    if len(streamed) != 11:
+    if len(streamed) > 11 or (first_plain is not None and len(streamed) < 11):
         return failed(expected, f"{len(streamed)} streaming attempts before the fallback")
     if first_plain is None:
+        status = (streamed[-1].get("response") or {}).get("status")
+        if status is not None and status not in RETRYABLE_STATUSES:
+            return not_applicable(expected, f"the stream ended on status {status}: not retryable")
+        if not turn_over(ev):
+            return not_applicable(expected, "the turn has not ended: the fallback may still come")
+        if len(streamed) < 11:
+            return failed(expected, f"{len(streamed)} streaming attempts and no fallback")
         return failed(expected, "no non-streaming request after 11 streaming failures")
     diff = _same_request(streamed[-1], chat[first_plain])
     if diff:
@@ -424,10 +434,11 @@ def check_str_06(ev: Evidence) -> Finding:
         if Evidence.mode(e) or not is_failed(run[-1]) or not same_request(run[0], e):
             break
         run.append(e)
+    if len(run) > ATTEMPTS_PER_MODE:
+        # Past the budget whatever the last one got: the loop is on the wire.
+        return failed(expected, f"{len(run)} non-streaming attempts in the fallback (a loop)")
     if not all(is_failed(e) for e in run):
         return not_applicable(expected, "the fallback succeeded")
-    if len(run) > ATTEMPTS_PER_MODE:
-        return failed(expected, f"{len(run)} non-streaming attempts in the fallback (a loop)")
     last = run[-1]
     for later in chat[start + len(run) :]:
         if same_request(last, later):
@@ -437,6 +448,8 @@ def check_str_06(ev: Evidence) -> Finding:
                 f"after the failed fallback (seq {last.get('seq')}) the request was sent again "
                 f"({mode}, seq {later.get('seq')})",
             )
+    if not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the error may still be shown")
     shown = [
         x
         for x in ev.errors()
@@ -467,6 +480,8 @@ def check_str_07(ev: Evidence) -> Finding:
     for i, e in enumerate(chat):
         if not broke_after_headers(e) or not wire_reply(e).empty:
             continue
+        if i + 1 >= len(chat) and not turn_over(ev):
+            continue  # the fallback may still come
         judged += 1
         if i + 1 >= len(chat):
             return failed(expected, f"no request after the empty broken stream seq {e.get('seq')}")
@@ -509,10 +524,12 @@ def check_str_10(ev: Evidence) -> Finding:
         secs = _step_fault(ev, e, "stall").get("seconds")
         if not isinstance(secs, (int, float)) or resp.get("t_headers_ns") is None:
             continue
-        judged += 1
         resumes = int(resp["t_headers_ns"]) + int(float(secs) * ev.time_scale * 1e9)
         again = next((x for x in chat[i + 1 :] if same_request(e, x)), None)
         whole = (resp.get("sent_bytes") or 0) >= (resp.get("full_bytes") or 0)
+        if again is None and not turn_over(ev):
+            continue  # the recovery may still come
+        judged += 1
         if again is None:
             how = f"read to its end after the {secs} s silence" if whole else "never recovered"
             return failed(expected, f"the silent stream seq {e.get('seq')} was {how}")
@@ -587,6 +604,8 @@ def check_str_12(ev: Evidence) -> Finding:
                 )
     if not judged:
         return not_applicable(expected, "no stream broke after headers in this run")
+    if not ev.errors() and not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the error may still be shown")
     if not ev.errors():
         return failed(expected, "the failed stream was not shown as an error")
     return passed(expected, f"{judged} broken stream(s), no fallback, error shown")
@@ -645,6 +664,8 @@ def check_str_16(ev: Evidence) -> Finding:
             return failed(expected, f"{len(empties)} empty replies to one request: unbounded")
         if g[-1].get("fault") != "empty_reply":
             continue
+        if not turn_over(ev):
+            continue  # the retry, or the error, may still come
         if len(empties) == 1:
             return failed(expected, f"the empty reply at seq {g[-1].get('seq')} was not retried")
         shown = [
@@ -677,5 +698,7 @@ CHECKS.update(
 )
 
 
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"STR-03", "STR-04", "STR-09", "STR-13"})
+# Criteria whose FAIL on a run cut short is final (see registry.py): a wrong next request, a
+# resend, attempts past a budget. Left out: STR-02 (a removal may still come), STR-11 (usage is
+# recorded by the end), STR-15 (its only failure is a re-attempt that never came).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS) - {"STR-02", "STR-11", "STR-15"}

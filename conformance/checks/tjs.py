@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import TRUNCATION_HINT
 from conformance.checks.trn import length_finished
 from conformance.evidence import Evidence
@@ -263,6 +264,8 @@ def _error_with_hint(kind: str, expected: str, what: str, ev: Evidence) -> Findi
         where = f"call {call.id!r} ({call.arguments!r})"
         if call.executions:
             return failed(expected, f"{where} was executed with {_executed_args(call)!r}")
+        if call.result is None and not turn_over(ev):
+            continue  # the result may still be sent
         if call.result is None:
             return failed(expected, f"{where}: no tool result sent back")
         if TRUNCATION_HINT not in call.result:
@@ -312,6 +315,8 @@ def check_tjs_05(ev: Evidence) -> Finding:
         where = f"call {call.id!r} ({call.arguments!r})"
         if call.executions:
             return failed(expected, f"{where} was executed with {_executed_args(call)!r}")
+        if call.result is None and not turn_over(ev):
+            continue  # the result may still be sent
         if call.result is None:
             return failed(expected, f"{where}: no tool result sent back")
         low = call.result.lower()
@@ -409,5 +414,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 }
 
 
-# Criteria whose FAIL on a run cut short is final (see registry.py): none here.
-FINAL_ON_PARTIAL: frozenset[str] = frozenset()
+# Criteria whose FAIL on a run cut short is final (see registry.py): a call run that must not
+# be, or a result without what it must say. Left out: TJS-02 and TJS-06, whose calls must run
+# with the repaired arguments (a later run may still do so).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"TJS-03", "TJS-04", "TJS-05"})

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import TRUNCATION_HINT
 from conformance.checks.tjs import (
     OK_BEHAVIOURS,
@@ -129,6 +130,8 @@ def check_lop_01(ev: Evidence) -> Finding:
         return not_applicable(expected, "no tool failed 3 times with the same arguments")
     tool = str(trigger.get("tool"))
     later = [e for e in ev.chat() if e.get("t_arrival_ns", 0) > trigger.get("t_arrival_ns", 0)]
+    if not later and not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the next request may still come")
     if not later:
         return failed(expected, "no request after the third failure")
     msgs = (later[0].get("body") or {}).get("messages") or []
@@ -220,6 +223,8 @@ def check_tol_02(ev: Evidence) -> Finding:
         where = f"call {call.id!r} ({call.arguments!r})"
         if call.executions:
             return failed(expected, f"{where} was executed despite violating the schema")
+        if call.result is None and not turn_over(ev):
+            continue  # the result may still be sent
         if call.result is None:
             return failed(expected, f"{where}: no tool result sent back")
         low = call.result.lower()
@@ -252,6 +257,8 @@ def check_tol_03(ev: Evidence) -> Finding:
         for ex in call.executions:
             if ex.get("behaviour") != "error":
                 continue
+            if call.result is None and not turn_over(ev):
+                break  # the result may still be sent
             judged += 1
             _out, err = host_output(ex)
             msg = str((err or {}).get("message") or "")
@@ -371,6 +378,8 @@ def check_tol_05(ev: Evidence) -> Finding:
             ]
             if again:
                 return failed(expected, f"{where}: denied call invoked again {len(again)} time(s)")
+            if call.result is None and not turn_over(ev):
+                break  # the result may still be sent
             if call.result is None:
                 return failed(expected, f"{where}: no tool result sent back")
             reason = str((host_output(ex)[1] or {}).get("message") or "")
@@ -575,5 +584,10 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 }
 
 
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"TOL-01", "TOL-08"})
+# Criteria whose FAIL on a run cut short is final (see registry.py): a wrong result once sent, a
+# call run or repeated that must not be. Left out: TJS-01 (its own note below), TOL-04 and
+# TOL-07 (a stop or a retry that may still come), TOL-09 (a batch's items are counted up to the
+# next request).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset(
+    {"LOP-01", "TOL-01", "TOL-02", "TOL-03", "TOL-05", "TOL-08"}
+)

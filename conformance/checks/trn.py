@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from conformance.evidence import Evidence, is_failed
 
@@ -73,6 +74,8 @@ def check_trn_02(ev: Evidence) -> Finding:
     if not on_wire:
         return not_applicable(expected, "no continuation message was sent on the wire")
     shown = [m for m in ev.events_of("message") if (m.get("text") or "") == CONTINUATION_TEXT]
+    if not shown and not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the message may still be reported")
     if not shown:
         return failed(expected, "the continuation message was never reported as a meta message")
     visible = [m for m in shown if m.get("meta") is not True]
@@ -111,28 +114,55 @@ def _trailing_continuations(body: dict, prompt: str | None = None) -> int:
 
 
 def check_trn_04(ev: Evidence) -> Finding:
-    """At most 3 consecutive continuations; a truncation after the 3rd ends the turn with an error.
+    """Exactly 3 consecutive recoveries: the truncation after the 3rd ends the turn in an error.
+
+    The criterion says "at most 3", but seed 000 (连续截断恢复上限) sets the limit at 3 and tests
+    it by continuing the first three truncations and stopping at the fourth; its scenario 1 (and
+    TRN-01) continues every truncation below the limit. So the wire is judged both ways:
+
+    - a 4th consecutive continuation is a FAIL as soon as it is sent (final on partial
+      evidence: no later request can take it back);
+    - a plain truncation with fewer than 3 continuations behind it that the turn ends on (it
+      is the last request sent, and the turn ended, not by a user abort) is a FAIL: the agent stopped at a smaller limit of its own. The turn's end is
+      needed to say so; on a run cut short the continuation may still come;
+    - the truncation after the 3rd continuation needs an error shown, once the turn ended.
 
     Counted on the transcript each request carries, so retries of one request and a raised
     output limit (TRN-07, which appends no continuation) are not counted as recoveries.
     """
     expected = (
-        f"at most {MAX_RECOVERIES} consecutive continuations; a length finish after the "
+        f"exactly {MAX_RECOVERIES} consecutive continuations: each truncation before the "
+        f"{MAX_RECOVERIES}rd continuation is continued, and a length finish after the "
         f"{MAX_RECOVERIES}rd ends the turn with an error"
     )
-    at_cap = None
-    for e in ev.chat():
-        k = _trailing_continuations(e.get("body") or {}, ev.scenario.get("prompt"))
+    chat = ev.chat()
+    prompt = ev.scenario.get("prompt")
+    at_cap = given_up = None
+    for i, e in enumerate(chat):
+        k = _trailing_continuations(e.get("body") or {}, prompt)
         if k > MAX_RECOVERIES:
             return failed(
                 expected, f"continuation number {k} without progress at seq {e.get('seq')}"
             )
         # A length finish carrying tool calls does not consume the count (TRN-06).
-        plain = length_finished(e) and not produced(e)["tool_calls"]
-        if k == MAX_RECOVERIES and plain and not is_failed(e):
+        if not _plain_truncation(e):
+            continue
+        if k == MAX_RECOVERIES:
             at_cap = e
+        elif i == len(chat) - 1:
+            given_up = (e, k)  # nothing was sent after it
+    ended = turn_over(ev) and ev.turn_ends()[-1].get("reason") != "aborted"
+    if given_up is not None and ended:
+        e, k = given_up
+        return failed(
+            expected,
+            f"the turn ended on the truncation at seq {e.get('seq')} with only {k} "
+            f"continuation(s) behind it; the limit is {MAX_RECOVERIES}",
+        )
     if at_cap is None:
         return not_applicable(expected, f"no truncation after {MAX_RECOVERIES} continuations")
+    if not ev.errors() and not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the error may still be shown")
     if not ev.errors():
         return failed(expected, f"no error shown after the truncation at seq {at_cap.get('seq')}")
     return passed(
@@ -255,6 +285,8 @@ def check_trn_03(ev: Evidence) -> Finding:
             continue
         calls = produced(e)["tool_calls"]
         nxt = _recursed(chat, i)
+        if nxt is None and _next_request(chat, i) is None and not turn_over(ev):
+            continue  # the new call may still come
         if nxt is None:
             return failed(expected, f"no new call after the truncated reply at seq {e.get('seq')}")
         for c in calls:
@@ -398,6 +430,8 @@ def check_trn_07(ev: Evidence) -> Finding:
     if first is None:
         return not_applicable(expected, "no length finish in this run")
     e = chat[first]
+    if first + 1 >= len(chat) and not turn_over(ev):
+        return not_applicable(expected, "the turn has not ended: the resend may still come")
     if first + 1 >= len(chat):
         return failed(expected, f"no request after the length finish at seq {e.get('seq')}")
     nxt = chat[first + 1]
@@ -548,5 +582,9 @@ CHECKS.update(
 )
 
 
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"TRN-08", "TRN-09"})
+# Criteria whose FAIL on a run cut short is final (see registry.py): a wrong or extra request,
+# a message shown without meta. Left out: TRN-01 and TRN-05/06/10 (their failure is a
+# continuation that never came).
+FINAL_ON_PARTIAL: frozenset[str] = frozenset(
+    {"TRN-02", "TRN-03", "TRN-04", "TRN-07", "TRN-08", "TRN-09"}
+)

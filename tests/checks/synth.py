@@ -131,3 +131,8 @@ def cut_points(ev: Evidence) -> list[int]:
     ordered = sorted(points)
     # Just after each moment as well, so that each change is seen both undone and done.
     return sorted(set(ordered) | {p + 1 for p in ordered})
+
+
+def turn_end(reason: str = "completed") -> dict[str, Any]:
+    """The agent's end of turn: what lets a check say that something never came."""
+    return {"type": "turn_end", "reason": reason}

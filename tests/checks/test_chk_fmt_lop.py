@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.checks import run_check
+from conformance.checks import FINAL_ON_PARTIAL, run_check
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from tests.checks.synth import Journal
 
@@ -322,11 +322,19 @@ def test_lop_03_fail_turn_goes_on_with_tools() -> None:
     assert f.outcome == "fail" and "went on" in f.observed
 
 
-def test_lop_03_fail_turn_never_ends() -> None:
+def test_lop_03_leaves_a_turn_that_never_ended_to_lop_04() -> None:
     ev = lop_03_run(3, ran=3, asked=4)
     ev.events = [e for e in ev.events if e["type"] != "turn_end"]
+    assert run_check("LOP-03", ev).outcome == "not_applicable"
+    assert run_check("LOP-04", ev).outcome == "fail"
+
+
+def test_lop_03_fail_past_the_cap_on_a_run_cut_short() -> None:
+    ev = lop_03_run(3, ran=4, asked=4)
+    ev.events = [e for e in ev.events if e["type"] != "turn_end"]
+    assert "LOP-03" in FINAL_ON_PARTIAL
     f = run_check("LOP-03", ev)
-    assert f.outcome == "fail"
+    assert f.outcome == "fail" and "4 tool calls ran" in f.observed
 
 
 def test_lop_03_not_applicable_without_cap_or_chance() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from conformance.checks import run_check
-from tests.checks.synth import Journal
+from conformance.checks import FINAL_ON_PARTIAL, run_check
+from tests.checks.synth import Journal, turn_end
 
 MSGS = [{"role": "user", "content": "hi"}]
 STREAM = {"model": "m", "stream": True, "messages": MSGS}
@@ -168,6 +168,26 @@ def test_str_06_fail_unbounded_fallback() -> None:
     assert f.outcome == "fail" and "12" in f.observed
 
 
+def test_str_06_fail_one_fallback_attempt_too_many_even_if_it_succeeds() -> None:
+    # 11 failed fallback attempts, then a 12th: past the budget, whatever it got.
+    j = Journal()
+    _failed_fallback(j, n=11)
+    attempt(j, PLAIN, plain_json(), wait=0.01)
+    f = run_check("STR-06", j.evidence([turn_end()]))
+    assert f.outcome == "fail" and "12 non-streaming" in f.observed
+
+
+def test_str_06_on_a_run_cut_short() -> None:
+    j = Journal()
+    _failed_fallback(j, n=12)
+    assert "STR-06" in FINAL_ON_PARTIAL
+    assert run_check("STR-06", j.evidence()).outcome == "fail"  # the loop is on the wire
+    j = Journal()
+    _failed_fallback(j)
+    # One failed fallback, the turn still going: the error may still be shown.
+    assert run_check("STR-06", j.evidence()).outcome == "not_applicable"
+
+
 def test_str_06_not_applicable_when_fallback_succeeds() -> None:
     j = Journal()
     broken(j)
@@ -208,12 +228,13 @@ def test_str_07_not_applicable_when_content_was_streamed() -> None:
 STALL = {"id": "s", "script": [{"reply": {"text": "x"}, "fault": {"stall": {"seconds": 300}}}]}
 
 
-def _str10(wait: float | None) -> str:
+def _str10(wait: float | None, *, ended: bool = True) -> str:
     j = Journal()
     attempt(j, STREAM, sse({"content": "Hel"}), "stall", duration=0.0)
     if wait is not None:
         attempt(j, PLAIN, plain_json(), wait=wait)
-    return run_check("STR-10", j.evidence(scenario=STALL)).outcome
+    events = [turn_end()] if ended else []
+    return run_check("STR-10", j.evidence(events, scenario=STALL)).outcome
 
 
 def test_str_10_pass_recovered_before_silence_ends() -> None:
@@ -226,6 +247,7 @@ def test_str_10_fail_waited_out_the_silence() -> None:
 
 def test_str_10_fail_never_recovered() -> None:
     assert _str10(None) == "fail"
+    assert _str10(None, ended=False) == "not_applicable"  # the recovery may still come
 
 
 def test_str_10_not_applicable_without_stall() -> None:
@@ -285,7 +307,8 @@ def test_str_12_fail_fallback_despite_config() -> None:
 def test_str_12_fail_no_error_shown() -> None:
     j = Journal()
     broken(j)
-    assert run_check("STR-12", j.evidence(scenario=OFF)).outcome == "fail"
+    assert run_check("STR-12", j.evidence([turn_end("error")], scenario=OFF)).outcome == "fail"
+    assert run_check("STR-12", j.evidence(scenario=OFF)).outcome == "not_applicable"
 
 
 def test_str_12_not_applicable_when_fallback_on() -> None:
@@ -357,8 +380,9 @@ def test_str_16_pass_gave_up_with_error() -> None:
 def test_str_16_fail_not_retried() -> None:
     j = Journal()
     _empties(j, 1)
-    f = run_check("STR-16", j.evidence())
+    f = run_check("STR-16", j.evidence([turn_end()]))
     assert f.outcome == "fail" and "not retried" in f.observed
+    assert run_check("STR-16", j.evidence()).outcome != "fail"  # the retry may still come
 
 
 def test_str_16_fail_unbounded() -> None:
@@ -371,7 +395,7 @@ def test_str_16_fail_unbounded() -> None:
 def test_str_16_fail_gave_up_silently() -> None:
     j = Journal()
     _empties(j, 3)
-    assert run_check("STR-16", j.evidence()).outcome == "fail"
+    assert run_check("STR-16", j.evidence([turn_end("error")])).outcome == "fail"
 
 
 def test_str_16_not_applicable() -> None:

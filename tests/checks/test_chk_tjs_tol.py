@@ -10,7 +10,7 @@ import pytest
 from conformance.checks import run_check
 from conformance.checks.seed_strings import TRUNCATION_HINT
 from conformance.checks.tjs import classify_truncated, sent_tool_calls
-from tests.checks.synth import Journal
+from tests.checks.synth import Journal, turn_end
 
 U = {"role": "user", "content": "do it"}
 S = {"type": "string"}
@@ -73,6 +73,12 @@ class Run:
             self.scenario["config"] = config
         self.calls: list[tuple[str, str, str]] = []
         self.history: list[dict] = [U]
+        self.events: list[dict] = []
+
+    def end(self, reason: str = "completed") -> Run:
+        """The agent ends its turn (until then, what has not come yet may still come)."""
+        self.events.append(turn_end(reason))
+        return self
 
     def model(self, *calls: tuple[str, str, str], finish: str = "tool_calls") -> dict:
         e = self.j.chat(body={"model": "m", "stream": True, "messages": list(self.history)})
@@ -139,7 +145,7 @@ class Run:
         )
 
     def check(self, cid: str) -> Any:
-        return run_check(cid, self.j.evidence(scenario=self.scenario))
+        return run_check(cid, self.j.evidence(list(self.events), scenario=self.scenario))
 
 
 def outcome(r: Run, cid: str) -> str:
@@ -436,7 +442,8 @@ def test_tol_03_fail_message_lost() -> None:
 
 
 def test_tol_03_fail_loop_stopped() -> None:
-    assert outcome(tol03_run(None), "TOL-03") == "fail"
+    assert outcome(tol03_run(None).end("error"), "TOL-03") == "fail"
+    assert outcome(tol03_run(None), "TOL-03") == "not_applicable"  # the result may still come
 
 
 def test_tol_03_not_applicable() -> None:

@@ -6,7 +6,7 @@ import json
 
 from conformance.checks import run_check
 from conformance.checks.seed_strings import CONTINUATION_TEXT
-from tests.checks.synth import Journal
+from tests.checks.synth import Journal, turn_end
 
 USER = {"role": "user", "content": "write a story"}
 CONT = {"role": "user", "content": CONTINUATION_TEXT}
@@ -27,7 +27,7 @@ def _three_continuations_then(last_delta: dict, *, error: bool) -> object:
         entry["fault"] = "length"
         entry["response"]["sent"] = _sse(last_delta if i == 2 else {"content": f"part {i + 1}"})
     ev = [{"type": "error", "kind": "output_limit", "message": "limit exceeded 4 times"}]
-    return j.evidence(events=ev if error else [])
+    return j.evidence(events=(ev if error else []) + [turn_end("error")])
 
 
 def test_trn04_a_truncated_tool_call_after_three_continuations_is_not_the_fourth() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from conformance.checks import rty, trn
 from conformance.checks.seed_strings import CONTINUATION_TEXT
-from tests.checks.synth import Journal
+from tests.checks.synth import Journal, turn_end
 
 CONT = {"role": "user", "content": CONTINUATION_TEXT}
 PROMPT = {"role": "user", "content": "Plan."}
@@ -412,8 +412,9 @@ def test_rty_10_pass_one_retry() -> None:
 def test_rty_10_fail_never_retried() -> None:
     j = Journal()
     _401(j)
-    f = rty.check_rty_10(j.evidence())
+    f = rty.check_rty_10(j.evidence([turn_end("error")]))
     assert f.outcome == "fail" and "never retried" in f.observed
+    assert rty.check_rty_10(j.evidence()).outcome == "not_applicable"  # may still come
 
 
 def test_rty_10_fail_retried_twice() -> None:
@@ -437,13 +438,13 @@ OVER = (
 )
 
 
-def _rty11(new_limit: int | None, text: str = OVER) -> Any:
+def _rty11(new_limit: int | None, text: str = OVER, *, ended: bool = False) -> Any:
     j = Journal()
     e = j.chat(400, body={**MAIN, "max_tokens": 8192})
     e["response"]["sent"] = json.dumps({"error": {"message": text}})
     if new_limit is not None:
         j.chat(200, body={**MAIN, "max_tokens": new_limit})
-    return j.evidence()
+    return j.evidence([turn_end("error")] if ended else [])
 
 
 def test_rty_11_pass_lowered_to_fit() -> None:
@@ -462,8 +463,9 @@ def test_rty_11_fail_not_low_enough() -> None:
 
 
 def test_rty_11_fail_not_retried() -> None:
-    f = rty.check_rty_11(_rty11(None))
+    f = rty.check_rty_11(_rty11(None, ended=True))
     assert f.outcome == "fail" and "never corrected" in f.observed
+    assert rty.check_rty_11(_rty11(None)).outcome != "fail"  # the correction may still come
 
 
 def test_rty_11_not_applicable_prompt_alone_too_long() -> None:
@@ -498,8 +500,9 @@ def test_rty_14_fail_slept_the_hour() -> None:
 def test_rty_14_fail_silently_stuck() -> None:
     j = Journal()
     j.chat(429, headers={"Retry-After": "3600"})
-    f = rty.check_rty_14(j.evidence())
+    f = rty.check_rty_14(j.evidence([turn_end("error")]))
     assert f.outcome == "fail" and "no error shown" in f.observed
+    assert rty.check_rty_14(j.evidence()).outcome != "fail"  # still waiting, within the bound
 
 
 def test_rty_14_not_applicable_short_wait() -> None:
@@ -531,8 +534,9 @@ def test_rty_15_fail_false_retried() -> None:
 def test_rty_15_fail_true_not_retried() -> None:
     j = Journal()
     j.chat(400, headers={"x-should-retry": "true"})
-    f = rty.check_rty_15(j.evidence())
+    f = rty.check_rty_15(j.evidence([turn_end("error")]))
     assert f.outcome == "fail" and "not retried" in f.observed
+    assert rty.check_rty_15(j.evidence()).outcome != "fail"  # the forced retry may still come
 
 
 def test_rty_15_not_applicable_without_header() -> None:

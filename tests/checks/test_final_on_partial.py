@@ -29,6 +29,10 @@ def _ok_stream(text: str = "Hello!", finish: str = "stop") -> str:
     return f"data: {delta}\n\ndata: {end}\n\ndata: [DONE]\n\n"
 
 
+# Truncation runs set the user's output limit, as the TRN scenarios do, so no raise is due.
+TRUNCATING = {"id": "synthetic", "prompt": USER["content"], "config": {"max_output_tokens": 4096}}
+
+
 def _answered(entry: dict, sent: str) -> None:
     entry["response"]["sent"] = sent
 
@@ -94,7 +98,7 @@ def three_continuations_then_error() -> Evidence:
     shown = "the output token limit was exceeded 4 times in a row"
     events.append(j.event("error", kind="output_limit", message=shown))
     events.append(j.event("turn_end", reason="error"))
-    return j.evidence(events)
+    return j.evidence(events, scenario=TRUNCATING)
 
 
 def one_continuation() -> Evidence:
@@ -109,10 +113,97 @@ def one_continuation() -> Evidence:
     _answered(ok, _ok_stream("lo!"))
     events.append(j.event("message", id="a1", role="assistant", text="lo!"))
     events.append(j.event("turn_end", reason="completed"))
+    return j.evidence(events, scenario=TRUNCATING)
+
+
+def retry_after_honoured() -> Evidence:
+    """A 429 asking 2 s, retried after 2.1 s."""
+    j = Journal()
+    j.chat(429, headers={"Retry-After": "2"}, body=_body())
+    ok = j.chat(200, wait=2.1, body=_body())
+    _answered(ok, _ok_stream())
+    return j.evidence([j.event("turn_end", reason="completed")])
+
+
+def cut_stream_then_fallback() -> Evidence:
+    """A stream cut after some text; the partial message is removed; the fallback answers."""
+    j = Journal()
+    broken = j.chat(200, body=_body(), fault="cut", end="reset")
+    _answered(broken, _ok_stream("Hel").split('data: {"choices": [{"index": 0, "delta": {}')[0])
+    events = [j.event("message", id="p1", role="assistant", text="Hel")]
+    events.append(j.event("removed", id="p1"))
+    ok = j.chat(200, wait=0.01, stream=False, body=_body(False))
+    _answered(
+        ok,
+        '{"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello!"}, '
+        '"finish_reason": "stop"}]}',
+    )
+    events.append(j.event("message", id="m1", role="assistant", text="Hello!"))
+    events.append(j.event("turn_end", reason="completed"))
     return j.evidence(events)
 
 
+TOOL = {
+    "name": "write_file",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+}
+
+
+def tool_error_fed_back() -> Evidence:
+    """A tool call whose tool fails; the error goes back to the model, which then answers."""
+    j = Journal()
+    call = {
+        "index": 0,
+        "id": "c1",
+        "function": {"name": "write_file", "arguments": '{"path": "a"}'},
+    }
+    first = j.chat(200, body=_body())
+    chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}
+    end = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    _answered(first, f"data: {json.dumps(chunk)}\n\ndata: {json.dumps(end)}\n\ndata: [DONE]\n\n")
+    j.t += 0.01
+    j.entries.append(
+        {
+            "seq": len(j.entries),
+            "kind": "tool",
+            "tool": "write_file",
+            "call_id": "c1",
+            "arguments": {"path": "a"},
+            "behaviour": "error",
+            "t_arrival_ns": j._ns(j.t),
+            "response": {
+                "status": 200,
+                "sent": json.dumps({"error": {"type": "execution_error", "message": "disk full"}}),
+                "t_headers_ns": j._ns(j.t + 0.01),
+                "t_end_ns": j._ns(j.t + 0.01),
+                "end": "complete",
+            },
+            "harness_error": None,
+        }
+    )
+    j.t += 0.02
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "write_file", "arguments": '{"path": "a"}'},
+            }
+        ],
+    }
+    result = {"role": "tool", "tool_call_id": "c1", "content": "Error: disk full"}
+    ok = j.chat(200, wait=0.01, body=_body(True, assistant, result))
+    _answered(ok, _ok_stream("Could not write the file."))
+    events = [j.event("turn_end", reason="completed")]
+    return j.evidence(events, scenario={"id": "synthetic", "tools": [TOOL]})
+
+
 CORRECT_RUNS = {
+    "retry-after": retry_after_honoured,
+    "cut-then-fallback": cut_stream_then_fallback,
+    "tool-error": tool_error_fed_back,
     "one-continuation": one_continuation,
     "burst-of-10": burst_then_success,
     "burst-of-10-503": lambda: burst_then_success(10, 503),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from conformance.checks import INVARIANTS, run_check
+from conformance.checks import FINAL_ON_PARTIAL, INVARIANTS, run_check
 from conformance.checks.seed_strings import CONTINUATION_TEXT
-from tests.checks.synth import Journal
+from tests.checks.synth import Journal, turn_end
 
 USER = {"role": "user", "content": "write a story"}
 
@@ -138,10 +138,14 @@ def test_trn02_fail_visible() -> None:
 
 
 def test_trn02_fail_never_reported() -> None:
-    assert run_check("TRN-02", truncated_then(CONT, [])).outcome == "fail"
+    assert run_check("TRN-02", truncated_then(CONT, [turn_end()])).outcome == "fail"
+    # Before the turn ended the message may still be reported: no verdict yet.
+    assert run_check("TRN-02", truncated_then(CONT, [])).outcome == "not_applicable"
 
 
-def _truncations(n: int, *, escalate: bool = False, again: bool = False, error: bool = True):
+def _truncations(
+    n: int, *, escalate: bool = False, again: bool = False, error: bool = True, ended: bool = True
+):
     """n length finishes, each answered by one more continuation on the growing transcript."""
     j = Journal()
     j.chat(fault="length")
@@ -153,14 +157,40 @@ def _truncations(n: int, *, escalate: bool = False, again: bool = False, error: 
         last = i == n - 2 and not again
         j.chat(fault="length" if (i < n - 2 or last) else None, body=body(*turns))
     ev = [{"type": "error", "kind": "output_limit", "message": "limit exceeded 4 times"}]
-    return j.evidence(events=ev if error else [])
+    return j.evidence(events=(ev if error else []) + ([turn_end("error")] if ended else []))
 
 
 def test_trn04_pass_and_fail() -> None:
     assert run_check("TRN-04", _truncations(4)).outcome == "pass"
     assert run_check("TRN-04", _truncations(4, again=True)).outcome == "fail"
     assert run_check("TRN-04", _truncations(4, error=False)).outcome == "fail"
-    assert run_check("TRN-04", _truncations(3)).outcome == "not_applicable"
+    # Before the turn ended, the error may still be shown.
+    assert (
+        run_check("TRN-04", _truncations(4, error=False, ended=False)).outcome == "not_applicable"
+    )
+
+
+def test_trn04_fail_gives_up_before_the_limit() -> None:
+    """Stopping with fewer than 3 recoveries is a limit of the agent's own, not the seed's."""
+    for n in (1, 2, 3):  # the turn ends on truncation n, after n - 1 continuations
+        f = run_check("TRN-04", _truncations(n))
+        assert f.outcome == "fail", (n, f.observed)
+        assert f"only {n - 1} continuation(s)" in f.observed
+        # A run cut short there proves nothing yet: the continuation may still come.
+        assert run_check("TRN-04", _truncations(n, ended=False)).outcome == "not_applicable"
+
+
+def test_trn04_a_user_abort_is_no_giving_up() -> None:
+    j = Journal()
+    j.chat(fault="length")
+    ev = j.evidence(events=[turn_end("aborted")])
+    assert run_check("TRN-04", ev).outcome == "not_applicable"
+
+
+def test_trn04_fourth_continuation_fails_on_a_run_cut_short() -> None:
+    assert "TRN-04" in FINAL_ON_PARTIAL
+    f = run_check("TRN-04", _truncations(4, again=True, error=False, ended=False))
+    assert f.outcome == "fail" and "continuation number 4" in f.observed
 
 
 def test_trn04_raised_limit_is_not_a_recovery() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from conformance.checks import run_check
+from conformance.checks import FINAL_ON_PARTIAL, run_check
 from conformance.evidence import nominal_backoff
-from tests.checks.synth import Journal
+from tests.checks.synth import Journal, cut, turn_end
 
 
 def backoff_run(statuses: list[int], factors: list[float], final: int = 200) -> Journal:
@@ -41,7 +41,9 @@ def test_rty01_fail_waits_far_too_long() -> None:
 def test_rty01_fail_not_retried() -> None:
     j = Journal()
     j.chat(429, headers={"Retry-After": "2"})
-    assert run_check("RTY-01", j.evidence()).outcome == "fail"
+    assert run_check("RTY-01", j.evidence([turn_end("error")])).outcome == "fail"
+    # Cut short while waiting: the retry may still come.
+    assert run_check("RTY-01", j.evidence()).outcome == "not_applicable"
 
 
 def test_rty01_not_applicable_without_header() -> None:
@@ -93,14 +95,26 @@ def test_rty04_pass_stops_after_eleventh_failure() -> None:
 
 def test_rty04_fail_gives_up_early() -> None:
     j = backoff_run([429] * 4, [1.0] * 4, final=429)
-    f = run_check("RTY-04", j.evidence())
+    f = run_check("RTY-04", j.evidence([turn_end("error")]))
     assert f.outcome == "fail" and "gave up after 5" in f.observed
+    assert run_check("RTY-04", j.evidence()).outcome != "fail"  # the 6th may still come
 
 
 def test_rty04_fail_retries_beyond_budget() -> None:
     j = backoff_run([429] * 12, [1.0] * 12)
     f = run_check("RTY-04", j.evidence())
     assert f.outcome == "fail" and "13 consecutive" in f.observed
+
+
+def test_rty04_one_attempt_too_many_fails_on_a_run_cut_short() -> None:
+    # The 12th attempt is on the wire, still unanswered, and the turn never ended.
+    j = backoff_run([429] * 11, [1.0] * 11, final=429)
+    ev = j.evidence()
+    part = cut(ev, ev.raw_journal["entries"][-1]["t_arrival_ns"] + 1)
+    assert part.journal["entries"][-1]["response"] is None
+    assert "RTY-04" in FINAL_ON_PARTIAL
+    f = run_check("RTY-04", part)
+    assert f.outcome == "fail" and "12 consecutive" in f.observed
 
 
 def test_rty04_counts_per_mode() -> None:
@@ -120,8 +134,9 @@ def test_rty05_pass_each_server_error() -> None:
 def test_rty05_fail_not_retried() -> None:
     j = Journal()
     j.chat(529)
-    f = run_check("RTY-05", j.evidence())
+    f = run_check("RTY-05", j.evidence([turn_end("error")]))
     assert f.outcome == "fail" and "529" in f.observed
+    assert run_check("RTY-05", j.evidence()).outcome == "not_applicable"
 
 
 def test_rty05_fail_immediate_retry() -> None:
@@ -238,7 +253,7 @@ def test_rty16_pass_and_fail() -> None:
         assert run_check("RTY-16", good.evidence()).outcome == "pass"
         bad = Journal()
         bad.chat(st)
-        assert run_check("RTY-16", bad.evidence()).outcome == "fail"
+        assert run_check("RTY-16", bad.evidence([turn_end("error")])).outcome == "fail"
 
 
 def test_rty06_pass_and_fail() -> None:
@@ -249,5 +264,5 @@ def test_rty06_pass_and_fail() -> None:
     assert run_check("RTY-06", good.evidence()).outcome == "pass"
     bad = Journal()
     bad.chat(None, fault="reset_before_headers")
-    f = run_check("RTY-06", bad.evidence())
+    f = run_check("RTY-06", bad.evidence([turn_end("error")]))
     assert f.outcome == "fail" and "not retried" in f.observed

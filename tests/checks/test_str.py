@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.checks import run_check
-from tests.checks.synth import Journal
+from conformance.checks import FINAL_ON_PARTIAL, run_check
+from tests.checks.synth import Journal, turn_end
 
 MSGS = [{"role": "user", "content": "hi"}]
 STREAM = {"model": "m", "stream": True, "messages": MSGS}
@@ -37,7 +37,18 @@ def test_str01_fail_streaming_again() -> None:
 def test_str01_fail_no_resend() -> None:
     j = Journal()
     broken(j, "cut")
-    assert run_check("STR-01", j.evidence()).outcome == "fail"
+    assert run_check("STR-01", j.evidence([turn_end("error")])).outcome == "fail"
+    assert run_check("STR-01", j.evidence()).outcome == "not_applicable"  # may still come
+
+
+def test_str01_fail_streaming_resend_on_a_run_cut_short() -> None:
+    # The stream is resent (streaming again) instead of falling back; the turn never ended.
+    j = Journal()
+    broken(j, "cut")
+    j.chat(None, body=STREAM, wait=0.5)
+    f = run_check("STR-01", j.evidence())
+    assert "STR-01" in FINAL_ON_PARTIAL
+    assert f.outcome == "fail" and "is streaming" in f.observed
 
 
 def test_str01_fail_changed_messages() -> None:
@@ -56,7 +67,7 @@ def test_str08_and_14_pass_and_fail() -> None:
         assert run_check(cid, good.evidence()).outcome == "pass", cid
         bad = Journal()
         broken(bad, fault)
-        assert run_check(cid, bad.evidence()).outcome == "fail", cid
+        assert run_check(cid, bad.evidence([turn_end("error")])).outcome == "fail", cid
 
 
 def test_str09_pass_and_fail() -> None:
@@ -188,4 +199,16 @@ def test_str05_pass_and_fail() -> None:
     none = Journal()
     for _ in range(11):
         none.chat(429, body=STREAM, wait=0.1)
-    assert run_check("STR-05", none.evidence()).outcome == "fail"
+    assert run_check("STR-05", none.evidence([turn_end("error")])).outcome == "fail"
+    assert run_check("STR-05", none.evidence()).outcome == "not_applicable"  # may still come
+    # A 12th streaming attempt fails at once, even with the turn still going.
+    none.chat(None, body=STREAM, wait=0.1)
+    f = run_check("STR-05", none.evidence())
+    assert f.outcome == "fail" and "12 streaming" in f.observed
+
+
+def test_str05_not_applicable_on_a_non_retryable_status() -> None:
+    j = Journal()
+    j.chat(400, body=STREAM)
+    f = run_check("STR-05", j.evidence([turn_end("error")]))
+    assert f.outcome == "not_applicable" and "400" in f.observed
