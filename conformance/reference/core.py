@@ -29,7 +29,9 @@ budget (:func:`retry.decide`). An *attempt* is one HTTP request of a mode.
 - A streaming body that fails, goes idle (the ``idle`` timer), carries a malformed or in-band
   error event, or ends without ``finish_reason`` withdraws its partial message
   (``RemoveMessage`` by id) and resends the identical body with ``stream: false``; its tool calls
-  never run. Empty non-streaming replies are re-sent at most ``MAX_EMPTY_REPLIES`` times.
+  never run. Once ``finish_reason`` has arrived, a failure or silence before ``[DONE]`` ends a
+  complete reply instead (STR-13). Empty non-streaming replies are re-sent at most
+  ``MAX_EMPTY_REPLIES`` times.
 - A reply: ``length`` without tool calls first raises the default output limit once, then
   appends the hidden continuation message (bounded by :class:`TruncationCounter`); tool calls run
   one at a time within the per-turn cap (a ``run_in_background`` call is started and not waited
