@@ -85,6 +85,7 @@ class Gateway:
         )
         await self._runner.setup()
         ctx = self._ssl_context() if self.tls else None
+        self.app.host, self.app.runner, self.app.ssl_context = self.host, self._runner, ctx
         site = web.TCPSite(self._runner, self.host, self.port, ssl_context=ctx)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
@@ -94,6 +95,7 @@ class Gateway:
 
     async def stop(self) -> None:
         if self._runner is not None:
+            await self.app.close_ports()
             await self._runner.cleanup()
             self._runner = None
         if self._tmp is not None:
@@ -115,7 +117,7 @@ class Gateway:
         return Session(self, st.id)
 
     def drop_session(self, sid: str) -> None:
-        self.app.sessions.pop(sid, None)
+        self.app.drop(sid)
 
     @classmethod
     @contextlib.contextmanager
@@ -186,4 +188,4 @@ class SyncGateway:
         return Session(self, st.id)
 
     def drop_session(self, sid: str) -> None:
-        self._call(lambda: self.app.sessions.pop(sid, None))
+        asyncio.run_coroutine_threadsafe(self.app.drop_now(sid), self._loop).result(timeout=10)

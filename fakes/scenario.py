@@ -92,6 +92,7 @@ class Scenario:
     history: list[dict[str, Any]] = field(default_factory=list)
     source: str = "<dict>"
     otherwise: Step | None = None  # the scenario's explicit ``otherwise:`` step
+    refuse_connections: dict[str, Any] | None = None  # {seconds}: a refusing port first
 
     @property
     def fallback_step(self) -> Step | None:
@@ -145,6 +146,7 @@ class Scenario:
             history=list(data.get("history", [])),
             source=source,
             otherwise=otherwise,
+            refuse_connections=data.get("refuse_connections"),
         )
 
 

@@ -14,6 +14,7 @@ import contextlib
 import email.utils
 import json
 import socket
+import ssl
 import struct
 import time
 from pathlib import Path
@@ -22,8 +23,9 @@ from typing import Any
 from aiohttp import web
 
 from fakes.dialects import anthropic_messages
-from fakes.errors import ScenarioError
+from fakes.errors import FakesError, ScenarioError
 from fakes.plan import DIALECTS, Plan, harness_error_plan, make_plan
+from fakes.refuse import RefusingPort
 from fakes.scenario import Scenario, load_scenario
 from fakes.session import REDACTED, SessionState, redact_headers
 
@@ -53,6 +55,11 @@ class GatewayApp:
     def __init__(self) -> None:
         self.sessions: dict[str, SessionState] = {}
         self.base_url = ""
+        # Set by the Gateway that runs this app: what a session's own refusing port needs.
+        self.host = "127.0.0.1"
+        self.runner: web.AppRunner | None = None
+        self.ssl_context: ssl.SSLContext | None = None
+        self._closing: set[asyncio.Task[None]] = set()
         self.app = web.Application(client_max_size=MAX_BODY_BYTES)
         r = self.app.router
         r.add_post("/_control/sessions", self._create)
@@ -77,14 +84,50 @@ class GatewayApp:
         if not (isinstance(time_scale, (int, float)) and time_scale > 0):
             raise ScenarioError(f"time_scale: {time_scale!r} must be a number > 0")
         st = SessionState(scenario=scenario, time_scale=float(time_scale))
+        refuse = scenario.refuse_connections
+        if refuse is not None:
+            if self.runner is None:
+                raise FakesError(
+                    f"scenario {scenario.id!r}: refuse_connections needs a running gateway"
+                )
+            st.refused = RefusingPort(self.host, float(refuse["seconds"]))
+            st.refused.open_after(st.refused.seconds * st.time_scale, self.runner, self.ssl_context)
         self.sessions[st.id] = st
         return st
 
+    def drop(self, sid: str) -> bool:
+        """Forget a session; its own port, if any, closes in the background. False if unknown."""
+        st = self.sessions.pop(sid, None)
+        if st is not None and st.refused is not None:
+            task = asyncio.get_running_loop().create_task(st.refused.close())
+            self._closing.add(task)  # a strong reference until it is done
+            task.add_done_callback(self._closing.discard)
+        return st is not None
+
+    async def drop_now(self, sid: str) -> bool:
+        """Forget a session and close its own port before returning. False if unknown."""
+        st = self.sessions.pop(sid, None)
+        if st is not None and st.refused is not None:
+            await st.refused.close()
+        return st is not None
+
+    async def close_ports(self) -> None:
+        """Close every session's own port (before the runner stops its sites)."""
+        for st in self.sessions.values():
+            if st.refused is not None:
+                await st.refused.close()
+
     def urls(self, sid: str) -> dict[str, str]:
+        base = self.base_url
+        refused = self.sessions[sid].refused if sid in self.sessions else None
+        if refused is not None:  # the session's own port, same scheme and host
+            scheme = base.split("://", 1)[0] or "http"
+            host = f"[{self.host}]" if ":" in self.host else self.host
+            base = f"{scheme}://{host}:{refused.port}"
         return {
             "session": sid,
-            "base_url": f"{self.base_url}/s/{sid}/v1",
-            "tool_endpoint": f"{self.base_url}/s/{sid}/tools",
+            "base_url": f"{base}/s/{sid}/v1",
+            "tool_endpoint": f"{base}/s/{sid}/tools",
         }
 
     async def _create(self, request: web.Request) -> web.Response:
@@ -112,7 +155,7 @@ class GatewayApp:
         return web.json_response(st.journal())
 
     async def _drop(self, request: web.Request) -> web.Response:
-        if self.sessions.pop(request.match_info["sid"], None) is None:
+        if not await self.drop_now(request.match_info["sid"]):
             return _err(404, f"unknown session {request.match_info['sid']!r}")
         return web.json_response({"dropped": request.match_info["sid"]})
 

@@ -62,6 +62,7 @@ class SessionState:
     used: list[int] = field(default_factory=list)
     tool_cursor: dict[str, int] = field(default_factory=dict)
     entries: list[dict[str, Any]] = field(default_factory=list)
+    refused: Any = None  # a fakes.refuse.RefusingPort when the scenario refuses connections
 
     def __post_init__(self) -> None:
         self.used = [0] * len(self.scenario.script)
@@ -77,9 +78,12 @@ class SessionState:
 
     def journal(self) -> dict[str, Any]:
         """Contracts §2 journal (a deep copy; headers already redacted on entry)."""
-        return {
+        out = {
             "session": self.id,
             "scenario": self.scenario.id,
             "time_scale": self.time_scale,
             "entries": copy.deepcopy(self.entries),
         }
+        if self.refused is not None:
+            out["refused"] = self.refused.record()
+        return out
