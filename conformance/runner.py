@@ -30,12 +30,7 @@ from typing import Any
 from conformance import __version__
 from conformance.adapters.base import Adapter, RunOutcome, RunRequest, redact, redact_obj
 from conformance.catalogue import CATALOGUE, by_id
-from conformance.checks import INVARIANTS, run_check
-
-try:  # the set lands with the checks; until then no check is final on partial evidence
-    from conformance.checks import FINAL_ON_PARTIAL
-except ImportError:  # pragma: no cover
-    FINAL_ON_PARTIAL = frozenset()
+from conformance.checks import FINAL_ON_PARTIAL, INVARIANTS, run_check
 from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
 from conformance.evidence import Evidence
 from conformance.verdicts import aggregate, verdict_for
