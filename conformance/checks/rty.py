@@ -114,21 +114,73 @@ def check_rty_13(ev: Evidence) -> Finding:
     return _honoured(ev, "retry-after-ms", "retry-after-ms")
 
 
+def _policy(ev: Evidence, statuses: frozenset[int | None], label: str) -> Finding:
+    """The 429 policy applied to other failures: the backoff waits of RTY-03 and the retry
+    budget of RTY-04 (up to 10 retries of one request per mode, never more)."""
+    found = _backoff(ev, statuses, label)
+    expected = f"{found.expected}; {BUDGET_RULE}"
+    breach = _budget(ev, statuses, label)
+    if found.outcome == "fail" or breach is None:
+        return Finding(found.outcome, expected, found.observed)
+    return failed(expected, breach)
+
+
+BUDGET_RULE = f"up to {MAX_RETRIES} retries of one request per mode, never more"
+
+
+def _budget(ev: Evidence, statuses: frozenset[int | None], label: str) -> str | None:
+    """What breaks the retry budget after failures with one of ``statuses``, or None.
+
+    One attempt too many shows at once; giving up early only once the turn ended (not by a
+    user abort), on a failure that asked for no wait and did not forbid the retry.
+    """
+    ended = turn_over(ev) and ev.turn_ends()[-1].get("reason") != "aborted"
+    for stream in (True, False):
+        mode = "stream" if stream else "non-stream"
+        for run in ev.runs(stream):
+            # Attempts that were retried; the last one may still be in flight.
+            retried = [e for e in run[:-1] if _status(e) in statuses]
+            if retried and len(run) > MAX_RETRIES + 1:
+                return (
+                    f"{mode}: {len(run)} consecutive attempts of one request after {label} "
+                    f"(first at seq {retried[0].get('seq')}): {MAX_RETRIES + 1} is the limit"
+                )
+            last = run[-1]
+            if (
+                ended
+                and last.get("response")
+                and is_failed(last)
+                and _status(last) in statuses
+                and asked_wait(last) is None
+                and _hdr(last, "x-should-retry") is None
+                and len(run) < MAX_RETRIES + 1
+            ):
+                return (
+                    f"{mode}: gave up after {len(run)} attempts (last status {_status(last)}, "
+                    f"seq {last.get('seq')}): the policy retries {MAX_RETRIES} times"
+                )
+    return None
+
+
 def check_rty_06(ev: Evidence) -> Finding:
-    """Connection failures before headers (no status recorded) back off like 429."""
-    return _backoff(ev, frozenset({None}), "a connection failure before headers")
+    """Connection failures before headers (no status recorded): the 429 policy."""
+    return _policy(ev, frozenset({None}), "a connection failure before headers")
 
 
 def check_rty_16(ev: Evidence) -> Finding:
-    return _backoff(ev, frozenset({408, 409}), "408/409")
+    """408 and 409: the 429 policy."""
+    return _policy(ev, frozenset({408, 409}), "408/409")
 
 
 def check_rty_03(ev: Evidence) -> Finding:
+    """429 without Retry-After: every retry's wait, the 32 s cap included (the budget is
+    RTY-04's)."""
     return _backoff(ev, frozenset({429}), "429")
 
 
 def check_rty_05(ev: Evidence) -> Finding:
-    return _backoff(ev, SERVER_ERRORS, "5xx (500/502/503/504/529)")
+    """5xx: the 429 policy."""
+    return _policy(ev, SERVER_ERRORS, "5xx (500/502/503/504/529)")
 
 
 def check_rty_04(ev: Evidence) -> Finding:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
 from conformance.checks import FINAL_ON_PARTIAL, run_check
 from conformance.evidence import nominal_backoff
 from tests.checks.synth import Journal, cut, turn_end
@@ -78,6 +82,53 @@ def test_rty03_fail_no_cap() -> None:
 def test_rty03_cap_respected_passes() -> None:
     j = backoff_run([429] * 8, [1.0] * 8)
     assert run_check("RTY-03", j.evidence()).outcome == "pass"
+
+
+def _ten_retries(wait_of: Callable[[int], float], final: int = 200) -> Journal:
+    """rty-04-burst-of-10's shape: ten 429s, each retried after ``wait_of(n)`` seconds."""
+    j = Journal()
+    j.chat(429)
+    for n in range(1, 11):
+        j.chat(429 if n < 10 else final, wait=wait_of(n))
+    return j
+
+
+# Jitter factors a correct agent may draw (both readings of "25 %": up or down, down only).
+JITTER = [0.76, 1.24, 0.8, 1.2, 0.99, 0.75, 1.25, 0.9, 1.1, 1.0]
+DOWN_ONLY = [0.76, 0.99, 0.8, 0.93, 0.88, 0.75, 1.0, 0.9, 0.81, 0.97]
+
+
+def test_rty03_the_cap_holds_for_every_one_of_ten_retries() -> None:
+    for factors in (JITTER, DOWN_ONLY):
+        j = _ten_retries(lambda n, f=factors: min(32.0, 0.5 * 2 ** (n - 1)) * f[n - 1])
+        f = run_check("RTY-03", j.evidence())
+        assert f.outcome == "pass", f.observed
+        assert f.observed.count("nominal 32.0s") == 4  # retries 7 to 10 sit at the cap
+
+
+def test_rty03_fail_a_copy_without_the_cap() -> None:
+    # Uncapped, retry 8 waits 64 s x jitter: at least 48 s, past 1.25 x 32 s plus the slack.
+    for factors in (JITTER, DOWN_ONLY):
+        j = _ten_retries(lambda n, f=factors: 0.5 * 2 ** (n - 1) * f[n - 1])
+        f = run_check("RTY-03", j.evidence())
+        assert f.outcome == "fail" and "retry 8" in f.observed, f.observed
+
+
+def test_rty03_fail_a_cap_too_low_or_too_high() -> None:
+    for cap in (16.0, 45.0):
+        j = _ten_retries(lambda n, c=cap: min(c, 0.5 * 2 ** (n - 1)))
+        assert run_check("RTY-03", j.evidence()).outcome == "fail", cap
+
+
+def test_rty03_judges_the_eleven_failures_run_before_the_fallback() -> None:
+    # rty-04-eleven-failures: 11 streaming 429s, then the one non-streaming request.
+    j = _ten_retries(lambda n: min(32.0, 0.5 * 2 ** (n - 1)), final=429)
+    j.chat(200, wait=0.01, stream=False)
+    f = run_check("RTY-03", j.evidence())
+    assert f.outcome == "pass" and "retry 10" in f.observed
+    bad = _ten_retries(lambda n: 0.5 * 2 ** (n - 1), final=429)
+    bad.chat(200, wait=0.01, stream=False)
+    assert run_check("RTY-03", bad.evidence()).outcome == "fail"
 
 
 # RTY-04 -------------------------------------------------------------------------------------
@@ -266,3 +317,73 @@ def test_rty06_pass_and_fail() -> None:
     bad.chat(None, fault="reset_before_headers")
     f = run_check("RTY-06", bad.evidence([turn_end("error")]))
     assert f.outcome == "fail" and "not retried" in f.observed
+
+
+# RTY-05 / RTY-06 / RTY-16: the budget is part of "the same policy as 429" -----------------------
+def _streaming_failures(statuses: list[int | None], fallback: bool = True) -> Journal:
+    """Streaming attempts failing with ``statuses`` (correct waits), then the fallback."""
+    j = Journal()
+    for n, st in enumerate(statuses):
+        fault = "reset_before_headers" if st is None else None
+        wait = nominal_backoff(n) if n else 0.0
+        e = j.chat(st, wait=wait, fault=fault)
+        if st is None:  # as the gateway records a reset before headers: no status, ended
+            e["response"] = {"status": None, "headers": {}, "end": "reset", "t_end_ns": j._ns(j.t)}
+    if fallback:
+        j.chat(200, wait=0.01, stream=False)
+    return j
+
+
+POLICY = {
+    "RTY-05": [503] * 11,
+    "RTY-16": [408] * 6 + [409] * 5,
+    "RTY-06": [None] * 11,
+}
+
+
+@pytest.mark.parametrize("cid", sorted(POLICY))
+def test_policy_pass_budget_reached_then_fallback(cid: str) -> None:
+    f = run_check(cid, _streaming_failures(POLICY[cid]).evidence([turn_end()]))
+    assert f.outcome == "pass", f.observed
+    assert "retry 10" in f.observed and "up to 10 retries" in f.expected
+
+
+@pytest.mark.parametrize("cid", sorted(POLICY))
+def test_policy_fail_one_attempt_too_many(cid: str) -> None:
+    # The 12th streaming attempt meets the last fault step again (the gateway's otherwise).
+    statuses = POLICY[cid] + POLICY[cid][-1:]
+    f = run_check(cid, _streaming_failures(statuses).evidence([turn_end()]))
+    assert f.outcome == "fail" and "12 consecutive attempts" in f.observed, f.observed
+
+
+@pytest.mark.parametrize("cid", sorted(POLICY))
+def test_policy_one_attempt_too_many_fails_on_a_run_cut_short(cid: str) -> None:
+    j = _streaming_failures(POLICY[cid] + POLICY[cid][-1:], fallback=False)
+    ev = j.evidence()
+    part = cut(ev, ev.raw_journal["entries"][-1]["t_arrival_ns"] + 1)  # the 12th in flight
+    assert cid in FINAL_ON_PARTIAL
+    f = run_check(cid, part)
+    assert f.outcome == "fail" and "12 consecutive attempts" in f.observed
+
+
+@pytest.mark.parametrize("cid", sorted(POLICY))
+def test_policy_fail_gives_up_early(cid: str) -> None:
+    j = _streaming_failures(POLICY[cid][:5], fallback=False)
+    f = run_check(cid, j.evidence([turn_end("error")]))
+    assert f.outcome == "fail" and "gave up after 5 attempts" in f.observed
+    assert run_check(cid, j.evidence()).outcome != "fail"  # cut short: the 6th may still come
+    # Falling back to non-streaming after 5 is giving up on the streaming request too.
+    j = _streaming_failures(POLICY[cid][:5])
+    assert run_check(cid, j.evidence([turn_end()])).outcome == "fail"
+
+
+def test_policy_budget_of_another_status_is_not_blamed() -> None:
+    # Twelve 429s break RTY-04's budget, not RTY-05's.
+    j = _streaming_failures([429] * 12)
+    assert run_check("RTY-05", j.evidence([turn_end()])).outcome == "not_applicable"
+    assert run_check("RTY-04", j.evidence([turn_end()])).outcome == "fail"
+
+
+def test_policy_a_user_abort_is_no_giving_up() -> None:
+    j = _streaming_failures([503] * 3, fallback=False)
+    assert run_check("RTY-05", j.evidence([turn_end("aborted")])).outcome == "pass"
