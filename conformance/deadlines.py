@@ -128,7 +128,19 @@ def floor_s(scenario: Scenario) -> tuple[float, int]:
                     total += _wait_after(step, n)
             elif step.fault_name is None:
                 n = 0
+    refused = scenario.refuse_connections or {}
+    if refused:
+        # Connections are refused for a window; the retry that first gets through may come up
+        # to one backoff step after it (a refused attempt leaves no trace to count from).
+        secs = float(refused.get("seconds", 0))
+        steps = next((n for n in range(1, MAX_RETRIES + 1) if _backoff_to(n) >= secs), 1)
+        total += secs + nominal_backoff(steps) * JITTER_HIGH
     return total + _tool_s(scenario), attempts
+
+
+def _backoff_to(n: int) -> float:
+    """Nominal seconds of the first ``n`` backoff waits."""
+    return sum(nominal_backoff(k) for k in range(1, n + 1))
 
 
 def deadline_s(scenario: Scenario, time_scale: float) -> float:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from conformance.deadlines import DEADLINE_GRACE_S, deadline_s, floor_s
@@ -55,7 +57,7 @@ def test_no_bundled_scenario_gets_a_deadline_below_its_floor(scenario: Scenario,
 
 def test_a_deadline_written_too_short_is_raised_to_the_floor():
     sc = load_scenario(CRITERIA / "rty" / "rty-04-eleven-failures.yaml")
-    assert sc.deadline is not None and sc.deadline < _backoff_sum(10)
+    sc = dataclasses.replace(sc, deadline=60)  # what it was written with once
     # Unscaled (an agent without time_scale): the real deadline covers ten capped backoffs.
     assert deadline_s(sc, 1.0) > _backoff_sum(10) + DEADLINE_GRACE_S
 
@@ -84,3 +86,15 @@ def test_non_retryable_errors_add_no_wait():
         "script": [{"fault": {"http_error": {"status": 401}}}],
     }
     assert floor_s(Scenario.from_dict(raw)) == (0.0, 1)
+
+
+def test_a_refusal_window_counts_with_the_retry_that_ends_it():
+    raw = {
+        "id": "refused",
+        "criteria": ["RTY-06"],
+        "prompt": "hi",
+        "refuse_connections": {"seconds": 2},
+        "script": [{"reply": {"text": "ok", "finish_reason": "stop"}}],
+    }
+    # Attempts refused until 2 s are followed by a backoff of up to 1.25 x 2 s (the third).
+    assert floor_s(Scenario.from_dict(raw))[0] == pytest.approx(2 + 2 * 1.25)

@@ -73,17 +73,40 @@ BROKEN = [
     ("bound_continuations", "trn/trn-04-four-truncations.yaml", "TRN-04"),
     ("retry_connection_errors", "rty/rty-06-reset-before-headers.yaml", "RTY-06"),
     ("discard_failed_tool_calls", "str/str-03-complete-call-no-finish.yaml", "STR-03"),
+    # One attempt too many is on the wire: the gateway repeats the last fault past the script.
+    ("retry_budget", "rty/rty-04-eleven-failures.yaml", "RTY-04"),
+    ("retry_budget", "rty/rty-05-budget-503.yaml", "RTY-05"),
+    # Never giving up: the turn never ends, yet the twelfth attempt already decides RTY-04.
+    ("give_up_when_exhausted", "rty/rty-04-eleven-failures.yaml", "RTY-04"),
+    ("backoff_cap", "rty/rty-04-eleven-failures.yaml", "RTY-03"),
+    ("fallback_after_first_cut", "str/str-01-cut-mid-text-reset.yaml", "STR-01"),
+    ("fallback_after_first_cut", "str/str-07-cut-after-role-chunk.yaml", "STR-07"),
+    ("strict_truncated_json", "tjs/tjs-04-dangling-key.yaml", "TJS-04"),
+    ("redact_own_key", "dbg/dbg-02-echoed-key.yaml", "DBG-02"),
 ]
 
 
 @pytest.mark.parametrize(("switch", "scenario", "criterion"), BROKEN)
 def test_broken_copy_fails_its_criterion(gateway, switch, scenario, criterion):
     sc = load_scenario(CRITERIA / scenario)
-    _, healthy = run_scenario(gateway, ReferenceAdapter(), sc)
+    # Ten capped backoffs take 4 s at the default scale; a smaller one keeps the test short
+    # (its slack still leaves an uncapped 64 s wait far outside the 40 s edge).
+    scale = 0.005 if scenario.startswith("rty/rty-04") else 0.02
+    _, healthy = run_scenario(gateway, ReferenceAdapter(), sc, time_scale=scale)
     assert healthy[criterion]["verdict"] == "PASS", healthy[criterion]
     broken = ReferenceAdapter(Behaviours(**{switch: False}))
-    _, verdicts = run_scenario(gateway, broken, sc)
+    _, verdicts = run_scenario(gateway, broken, sc, time_scale=scale)
     assert verdicts[criterion]["verdict"] == "FAIL", verdicts[criterion]
+
+
+def test_a_copy_that_exits_89_after_its_turn_is_an_error_not_unsupported(gateway):
+    # Exit 89 after the wire holds evidence would hide a failure behind UNSUPPORTED (and let
+    # another scenario's PASS stand for the criterion): it is an ERROR of the scenario.
+    sc = load_scenario(CRITERIA / "rty" / "rty-01-retry-after-seconds.yaml")
+    entry, verdicts = run_scenario(gateway, ReferenceAdapter(Behaviours(honest_exit=False)), sc)
+    assert entry["status"] == "error", entry["error"]
+    assert "exit 89" in entry["error"]
+    assert verdicts["RTY-01"]["verdict"] == "ERROR"
 
 
 @pytest.mark.parametrize(
@@ -305,6 +328,8 @@ BROKEN_NON_STRICT = [
     ("compaction_breaker", "lop/lop-05-compaction-fails-proactive.yaml", "LOP-05"),
     ("window_correction", "rty/rty-11-default-limit-overflow.yaml", "RTY-11"),
     ("context_recovery", "ctx/ctx-01-prompt-too-long.yaml", "CTX-01"),
+    # STR-14 is a SHOULD: streaming resends before the fallback miss it.
+    ("fallback_after_first_cut", "str/str-14-malformed-event.yaml", "STR-14"),
 ]
 
 
