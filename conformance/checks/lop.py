@@ -17,6 +17,7 @@ from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
+from conformance.checks.reminder import is_loop_reminder
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from conformance.evidence import Evidence, is_failed
 
@@ -153,7 +154,7 @@ def _poison_trigger(ev: Evidence) -> dict | None:
 
 
 def _is_reminder(body: dict, tool: str) -> bool:
-    return any(tool in t and "same arguments" in t.lower() for t in _tail_notes(body))
+    return any(is_loop_reminder(t, tool) for t in _tail_notes(body))
 
 
 def check_lop_02(ev: Evidence) -> Finding:

@@ -6,8 +6,9 @@ hosted tool invocations it caused (matched by ``call_id``, or by tool name betwe
 and the next chat request when the agent sends no id) and the tool result that the next requests
 carry for it. Argument text is classified independently of any agent: a truncation whose unclosed
 strings and braces can simply be closed is "recoverable" (TJS-02); one with an unclosed ``[`` is
-"array" (TJS-03); one that no closing, not even after dropping a dangling member, makes parse is
-"unrecoverable" (TJS-04); anything in between is left unjudged.
+"array" (TJS-03); one that closing does not make parse is "unrecoverable" (TJS-04). The seed's
+repair closes strings and braces and nothing else: text cut right after a key, a comma or inside
+a literal stays unparsable, however easily a lenient parser would drop the dangling part.
 """
 
 from __future__ import annotations
@@ -196,21 +197,18 @@ def _dict_or_none(text: str) -> dict | None:
 def classify_truncated(text: str) -> tuple[str, dict | None]:
     """Class of cut-short argument text and, when recoverable, the object it closes to.
 
-    whole | recoverable | array | unrecoverable | ambiguous.
+    whole | recoverable | array | unrecoverable (seed 000, 恢复截断的工具参数: close unclosed
+    strings and braces; an unclosed ``[`` is not guessed; what still does not parse is an error).
     """
     if _dict_or_none(text) is not None:
         return "whole", _dict_or_none(text)
-    stack, in_str, esc, commas = _scan(text)
+    stack, in_str, esc, _commas = _scan(text)
     if "[" in stack:
         return "array", None
     simple = (text[:-1] if esc else text) + ('"' if in_str else "")
     obj = _dict_or_none(_close(simple, stack)) if stack else None
     if obj is not None:
         return "recoverable", obj
-    # Lenient: cut back before any structural comma and close; still nothing parses?
-    for pos, st in reversed(commas):
-        if "[" not in st and _dict_or_none(_close(text[:pos], st)) is not None:
-            return "ambiguous", None
     return "unrecoverable", None
 
 
@@ -255,17 +253,18 @@ def check_tjs_02(ev: Evidence) -> Finding:
     return passed(expected, f"{judged} cut-short call(s) closed, executed and warned")
 
 
-def _error_with_hint(kind: str, expected: str, what: str, ev: Evidence) -> Finding:
+def _error_with_hint(kinds: frozenset[str], expected: str, what: str, ev: Evidence) -> Finding:
+    """Truncated calls of ``kinds``: never executed, and a result carrying the exact hint."""
     judged = 0
     for call in follow_calls(ev):
-        if not call.truncated or classify_truncated(call.arguments)[0] != kind:
+        if not call.truncated or classify_truncated(call.arguments)[0] not in kinds:
             continue
-        judged += 1
         where = f"call {call.id!r} ({call.arguments!r})"
         if call.executions:
             return failed(expected, f"{where} was executed with {_executed_args(call)!r}")
         if call.result is None and not turn_over(ev):
             continue  # the result may still be sent
+        judged += 1
         if call.result is None:
             return failed(expected, f"{where}: no tool result sent back")
         if TRUNCATION_HINT not in call.result:
@@ -281,7 +280,9 @@ def check_tjs_03(ev: Evidence) -> Finding:
         "arguments cut short inside an unclosed '[' are not recovered: the tool is not executed "
         f"and the result is the standard error, containing {TRUNCATION_HINT!r}"
     )
-    return _error_with_hint("array", expected, "arguments cut inside an unclosed '['", ev)
+    return _error_with_hint(
+        frozenset({"array"}), expected, "arguments cut inside an unclosed '['", ev
+    )
 
 
 def check_tjs_04(ev: Evidence) -> Finding:
@@ -290,7 +291,27 @@ def check_tjs_04(ev: Evidence) -> Finding:
         "cut-short arguments that still do not parse once closed are not executed and the "
         f"result is an error containing {TRUNCATION_HINT!r}"
     )
-    return _error_with_hint("unrecoverable", expected, "unrecoverable cut-short arguments", ev)
+    return _error_with_hint(
+        frozenset({"unrecoverable"}), expected, "unrecoverable cut-short arguments", ev
+    )
+
+
+def check_tjs_01(ev: Evidence) -> Finding:
+    """Malformed arguments in a length-finished response: not run, the error carries the hint.
+
+    Malformed means what the seed's repair (TJS-02) cannot fix: an unclosed ``[`` (TJS-03) or
+    text that closing strings and braces does not make parse (TJS-04). Whole arguments and
+    arguments the repair fixes are not this criterion's business, even in a length finish.
+    Whether the call ran is read from the tool host's journal.
+    """
+    expected = (
+        "a tool call in a length-finished response whose arguments are malformed (an unclosed "
+        "'[', or text that closing strings and braces does not make parse) is not executed and "
+        f"its result contains {TRUNCATION_HINT!r}"
+    )
+    return _error_with_hint(
+        frozenset({"array", "unrecoverable"}), expected, "malformed cut-short arguments", ev
+    )
 
 
 _INVALID_WORDS = ("invalid", "malformed", "parse", "decode", "not valid", "无效", "解析")
@@ -311,12 +332,12 @@ def check_tjs_05(ev: Evidence) -> Finding:
             continue
         except ValueError:
             pass
-        judged += 1
         where = f"call {call.id!r} ({call.arguments!r})"
         if call.executions:
             return failed(expected, f"{where} was executed with {_executed_args(call)!r}")
         if call.result is None and not turn_over(ev):
             continue  # the result may still be sent
+        judged += 1
         if call.result is None:
             return failed(expected, f"{where}: no tool result sent back")
         low = call.result.lower()
@@ -406,6 +427,7 @@ def check_tjs_06(ev: Evidence) -> Finding:
 
 
 CHECKS: dict[str, Callable[[Evidence], Finding]] = {
+    "TJS-01": check_tjs_01,
     "TJS-02": check_tjs_02,
     "TJS-03": check_tjs_03,
     "TJS-04": check_tjs_04,
@@ -417,4 +439,4 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 # Criteria whose FAIL on a run cut short is final (see registry.py): a call run that must not
 # be, or a result without what it must say. Left out: TJS-02 and TJS-06, whose calls must run
 # with the repaired arguments (a later run may still do so).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"TJS-03", "TJS-04", "TJS-05"})
+FINAL_ON_PARTIAL: frozenset[str] = frozenset({"TJS-01", "TJS-03", "TJS-04", "TJS-05"})

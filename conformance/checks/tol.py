@@ -1,4 +1,4 @@
-"""Checks for tool-layer behaviour seen on the wire: TJS-01, TOL-01..09 (not 06), LOP-01.
+"""Checks for tool-layer behaviour seen on the wire: TOL-01..09 (not 06), LOP-01.
 
 Tool outcomes are read from the tool host's journal entries (what the hosted tool really
 answered, when and how often it was invoked); what the model was told is the tool result the
@@ -17,7 +17,7 @@ import jsonschema
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
-from conformance.checks.seed_strings import TRUNCATION_HINT
+from conformance.checks.reminder import is_loop_reminder
 from conformance.checks.tjs import (
     OK_BEHAVIOURS,
     follow_calls,
@@ -55,28 +55,6 @@ def _calls(body: dict) -> list[dict]:
     ]
 
 
-def check_tjs_01(ev: Evidence) -> Finding:
-    """After a length finish with tool calls, the tool error carries the exact hint."""
-    expected = f"the tool result after a length finish contains {TRUNCATION_HINT!r}"
-    chat = ev.chat()
-    judged = 0
-    for i, e in enumerate(chat):
-        sent = (e.get("response") or {}).get("sent") or ""
-        if not length_finished(e) or "tool_calls" not in sent:
-            continue
-        judged += 1
-        nxt = next((x for x in chat[i + 1 :] if _tool_results(x.get("body") or {})), None)
-        if nxt is None:
-            return failed(expected, f"no tool result sent after seq {e.get('seq')}")
-        results = _tool_results(nxt.get("body") or {})
-        if not any(TRUNCATION_HINT in r for r in results.values()):
-            first = next(iter(results.values()))
-            return failed(expected, f"seq {nxt.get('seq')} tool result: {first[:200]!r}")
-    if not judged:
-        return not_applicable(expected, "no length finish carrying tool calls in this run")
-    return passed(expected, f"{judged} truncated tool call(s) answered with the hint")
-
-
 def check_tol_01(ev: Evidence) -> Finding:
     """An unknown tool's result says so, lists the tools and suggests the closest name."""
     names = [t.get("name") for t in ev.scenario.get("tools") or [] if t.get("name")]
@@ -109,7 +87,8 @@ def check_lop_01(ev: Evidence) -> Finding:
     """Three failures of one tool with the same arguments within 5 calls: a reminder follows."""
     expected = (
         "after the 3rd identical failing call within 5 calls, the next request has a user or "
-        "system message after the tool results naming the tool and saying 'same arguments'"
+        "system message after the tool results that names the tool and says it failed "
+        "repeatedly or must not be retried the same way"
     )
     tools = ev.tool_entries()
     trigger = None
@@ -138,9 +117,14 @@ def check_lop_01(ev: Evidence) -> Finding:
     last_tool = max((i for i, m in enumerate(msgs) if m.get("role") == "tool"), default=-1)
     for m in msgs[last_tool + 1 :]:
         t = _text(m)
-        if m.get("role") in ("user", "system") and tool in t and "same arguments" in t.lower():
+        if m.get("role") in ("user", "system") and is_loop_reminder(t, tool):
             return passed(expected, f"reminder at seq {later[0].get('seq')}: {t[:120]!r}")
-    return failed(expected, f"seq {later[0].get('seq')} carries no reminder naming {tool!r}")
+    notes = [_text(m)[:120] for m in msgs[last_tool + 1 :] if m.get("role") in ("user", "system")]
+    return failed(
+        expected,
+        f"seq {later[0].get('seq')} carries no reminder about {tool!r}"
+        + (f"; notes after the tool results: {notes}" if notes else ""),
+    )
 
 
 # --- TOL-02 ---------------------------------------------------------------------------------
@@ -571,7 +555,6 @@ def check_tol_09(ev: Evidence) -> Finding:
 
 
 CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "TJS-01": check_tjs_01,
     "TOL-01": check_tol_01,
     "LOP-01": check_lop_01,
     "TOL-02": check_tol_02,
@@ -585,7 +568,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 
 
 # Criteria whose FAIL on a run cut short is final (see registry.py): a wrong result once sent, a
-# call run or repeated that must not be. Left out: TJS-01 (its own note below), TOL-04 and
+# call run or repeated that must not be. Left out: TOL-04 and
 # TOL-07 (a stop or a retry that may still come), TOL-09 (a batch's items are counted up to the
 # next request).
 FINAL_ON_PARTIAL: frozenset[str] = frozenset(

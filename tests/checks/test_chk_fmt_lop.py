@@ -239,7 +239,8 @@ W = ("cw", "write_file", '{"path": "a.txt", "content": "hi"}')
 WARGS = {"path": "a.txt", "content": "hi"}
 REMINDER = {
     "role": "user",
-    "content": "<system-reminder>You called write_file 3 times with the same arguments.",
+    "content": "<system-reminder>You called write_file 3 times with the same arguments; it "
+    "failed each time.",
 }
 
 

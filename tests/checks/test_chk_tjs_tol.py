@@ -162,7 +162,12 @@ def outcome(r: Run, cid: str) -> str:
         ('{"a": {"b": "c"', "recoverable"),
         ('{"a": ["x", "y', "array"),
         ('{"path": "a.txt" "content": "hel', "unrecoverable"),
-        ('{"path": "a.txt", "content":', "ambiguous"),
+        # Closing strings and braces is the whole repair: a dangling key, a trailing comma or
+        # a literal cut short stay unparsable (dropping them would be a guess).
+        ('{"path": "a.txt", "content":', "unrecoverable"),
+        ('{"path": "a.txt", "content": ', "unrecoverable"),
+        ('{"path": "a.txt",', "unrecoverable"),
+        ('{"path": "a.txt", "force": tr', "unrecoverable"),
     ],
 )
 def test_tjs_classify_truncated(text: str, kind: str) -> None:
@@ -289,10 +294,55 @@ def test_tjs_04_fail_executed() -> None:
     assert outcome(r, "TJS-04") == "fail"
 
 
-def test_tjs_04_not_applicable_for_a_dangling_key() -> None:
-    # Closing alone fails but dropping the dangling key parses: agents may do either.
-    r = cut_run('{"path": "a.txt", "content":', f"Error {TRUNCATION_HINT}")
-    assert outcome(r, "TJS-04") == "not_applicable"
+DANGLING = '{"path": "a.txt", "content": '
+
+
+def test_tjs_04_a_dangling_key_is_unparsable() -> None:
+    # Closing leaves {"path": "a.txt", "content": } : an error with the hint, nothing runs.
+    assert outcome(cut_run(DANGLING, f"Error {TRUNCATION_HINT}"), "TJS-04") == "pass"
+    # Dropping the dangling key and running the call is a lenient parser's guess.
+    r = cut_run(DANGLING, f"wrote 0 bytes\n{WARN}", execute=True)
+    f = r.check("TJS-04")
+    assert f.outcome == "fail" and "was executed" in f.observed
+
+
+# --- TJS-01 ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("args", [ARRAY, BROKEN, DANGLING])
+def test_tjs_01_pass_malformed_not_run_error_with_hint(args: str) -> None:
+    r = cut_run(args, f"Error: Invalid JSON in tool arguments. {TRUNCATION_HINT}")
+    assert outcome(r, "TJS-01") == "pass"
+
+
+@pytest.mark.parametrize("args", [ARRAY, BROKEN, DANGLING])
+def test_tjs_01_fail_malformed_call_ran(args: str) -> None:
+    # The hint is there, but the tool host shows the broken call ran.
+    r = cut_run(args, f"ok {TRUNCATION_HINT}", execute=True)
+    f = r.check("TJS-01")
+    assert f.outcome == "fail" and "was executed" in f.observed
+
+
+def test_tjs_01_fail_paraphrased_hint() -> None:
+    r = cut_run(BROKEN, "Error: invalid JSON (output was truncated, reduce output)")
+    f = r.check("TJS-01")
+    assert f.outcome == "fail" and "lacks the hint" in f.observed
+
+
+def test_tjs_01_not_its_business_valid_or_repaired_arguments_in_a_length_finish() -> None:
+    # Whole arguments in a length finish run normally; repairable ones are TJS-02's.
+    for args, result in (
+        ('{"path": "a.txt", "content": "hi"}', "wrote 2 bytes"),
+        ('{"path": "a.txt", "content": "hel', f"wrote 3 bytes\n{WARN}"),
+    ):
+        r = cut_run(args, result, execute=True)
+        assert outcome(r, "TJS-01") == "not_applicable", args
+
+
+def test_tjs_01_waits_for_the_result() -> None:
+    r = Run()
+    r.model(("c1", "write_file", BROKEN), finish="length")
+    assert outcome(r, "TJS-01") == "not_applicable"  # the result may still be sent
+    f = r.end("error").check("TJS-01")
+    assert f.outcome == "fail" and "no tool result" in f.observed
 
 
 # --- TJS-05 ----------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
-"""TJS-01, TOL-01, LOP-01, CTL-01, ERR-02: passing and failing synthetic runs."""
+"""TOL-01, LOP-01, CTL-01, ERR-02: passing and failing synthetic runs."""
 
 from __future__ import annotations
 
+import pytest
+
 from conformance.checks import run_check
-from conformance.checks.seed_strings import TRUNCATION_HINT
-from tests.checks.synth import Journal
+from tests.checks.synth import Journal, turn_end
 
 U = {"role": "user", "content": "do it"}
 
@@ -25,25 +26,6 @@ def result(text: str, cid: str = "c1") -> dict:
 
 def body(*m: dict) -> dict:
     return {"model": "m", "stream": True, "messages": [U, *m]}
-
-
-# TJS-01 -------------------------------------------------------------------------------------
-def tjs_run(tool_text: str) -> Journal:
-    j = Journal()
-    e = j.chat(fault="length")
-    e["response"]["sent"] = 'data: {"tool_calls": [], "finish_reason": "length"}'
-    j.chat(body=body(call("write_file", args='{"path": "a'), result(tool_text)))
-    return j
-
-
-def test_tjs01_pass_exact_hint() -> None:
-    j = tjs_run(f"Error: invalid JSON arguments {TRUNCATION_HINT}")
-    assert run_check("TJS-01", j.evidence()).outcome == "pass"
-
-
-def test_tjs01_fail_paraphrased_hint() -> None:
-    j = tjs_run("Error: invalid JSON (output was truncated, reduce output)")
-    assert run_check("TJS-01", j.evidence()).outcome == "fail"
 
 
 # TOL-01 -------------------------------------------------------------------------------------
@@ -107,6 +89,65 @@ def test_lop01_pass() -> None:
 
 def test_lop01_fail_no_reminder() -> None:
     assert run_check("LOP-01", lop_run(None).evidence()).outcome == "fail"
+
+
+# The seed's own example (seed 004 §7.6.3), for the tool of this run.
+SEED_EXAMPLE = (
+    "<system-reminder>\nYou have called write_file 4 times in a row, all failing with "
+    '"disk full".\nPlease:\n1. Use Read to see the actual file content\n2. Analyze why your '
+    "old_string doesn't match\n3. Try a different approach OR ask the user for help\n\nDo NOT "
+    "retry the same write_file again.\n</system-reminder>"
+)
+# The reference agent's wording (conformance/reference/loops.py).
+REFERENCE = (
+    "<system-reminder>\nYou have called write_file 3 times with the same arguments, and it "
+    "failed each time. Do NOT call it again with the same arguments. Read the error, check your "
+    "inputs, try a different approach or tool, or ask the user for help.\n</system-reminder>"
+)
+
+
+@pytest.mark.parametrize(
+    "reminder",
+    [
+        SEED_EXAMPLE,
+        REFERENCE,
+        "write_file has failed repeatedly. Stop and think.",  # failed repeatedly, no directive
+        "write_file failed 3 times.",
+        "Do not retry write_file with the same input.",  # a directive, no count
+        "Don't call write_file again like that.",
+        "write_file keeps failing: try another approach.",
+        "连续 3 次调用 write_file，参数几乎未变。建议换方法。",  # the seed detector's wording
+        "write_file 已连续失败 3 次，不要再用相同参数调用。",
+    ],
+)
+def test_lop01_pass_a_reminder_by_meaning(reminder: str) -> None:
+    f = run_check("LOP-01", lop_run(reminder).evidence())
+    assert f.outcome == "pass", (reminder, f.observed)
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "An error occurred.",
+        "An error occurred in write_file.",  # names the tool, but says neither
+        "write_file failed: disk full.",  # one failure, no repetition, no directive
+        "You have called the tool 4 times in a row, all failing. Do NOT retry it.",  # which tool?
+        "You have called write 4 times in a row, all failing.",  # another tool's name
+        "Please continue with the task.",
+    ],
+)
+def test_lop01_fail_a_note_that_is_no_reminder(note: str) -> None:
+    f = run_check("LOP-01", lop_run(note).evidence())
+    assert f.outcome == "fail", (note, f.observed)
+    assert "no reminder about 'write_file'" in f.observed
+
+
+def test_lop01_waits_for_the_next_request() -> None:
+    j = lop_run(None)
+    j.entries = j.entries[:3]  # the three failures, no request after them yet
+    assert run_check("LOP-01", j.evidence()).outcome == "not_applicable"
+    f = run_check("LOP-01", j.evidence([turn_end("error")]))
+    assert f.outcome == "fail" and "no request after" in f.observed
 
 
 # CTL-01 -------------------------------------------------------------------------------------
