@@ -16,6 +16,7 @@ from typing import Any
 from conformance.checks.ctx import is_compaction, is_media_error, is_prompt_too_long
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.mfb import is_overload
+from conformance.checks.rty import background
 from conformance.evidence import Evidence, is_failed
 
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL", "TYPED_KINDS", "expected_kinds"]
@@ -72,14 +73,21 @@ def expected_kinds(entry: dict[str, Any]) -> frozenset[str]:
     return frozenset({"connection", "server", "timeout"})
 
 
-def _ended_in_api_error(ev: Evidence) -> tuple[dict[str, Any] | None, str]:
-    """The final failed attempt when the turn ended on an API error, else None and why."""
-    chat = [e for e in ev.chat() if not is_compaction(e)]
+def _ended_in_api_error(
+    ev: Evidence, *, completed_too: bool = False
+) -> tuple[dict[str, Any] | None, str]:
+    """The final failed attempt when the turn ended on an API error, else None and why.
+
+    The turn's own requests count: a compaction or a background title request that fails
+    last does not end the turn in error. ``completed_too``: a turn the agent reported as
+    completed although its last request failed ended on that error all the same.
+    """
+    chat = [e for e in ev.chat() if not is_compaction(e) and not background(e)]
     if not chat:
         return None, "no chat request in this run"
     ends = ev.turn_ends()
     reason = ends[-1].get("reason") if ends else None
-    if reason in ("completed", "aborted"):
+    if reason == "aborted" or (reason == "completed" and not completed_too):
         return None, f"the turn ended {reason!r}"
     last = chat[-1]
     if not is_failed(last):
@@ -88,17 +96,24 @@ def _ended_in_api_error(ev: Evidence) -> tuple[dict[str, Any] | None, str]:
 
 
 def check_err_01(ev: Evidence) -> Finding:
-    """The exhausted API error is shown with a kind that names its type."""
+    """The exhausted API error is shown with a kind that names its type.
+
+    Judged whatever the turn's reported end: a turn reported as completed right after its
+    last request failed (nothing sent after it) swallowed the exhausted error, which is a
+    FAIL unless a typed error was shown. Only a user abort ends the turn without one.
+    """
     expected = "the exhausted API error is shown as a typed error whose kind fits the failure"
-    last, why = _ended_in_api_error(ev)
+    last, why = _ended_in_api_error(ev, completed_too=True)
     if last is None:
         return not_applicable(expected, why)
     fits = expected_kinds(last)
     status = (last.get("response") or {}).get("status")
     errors = ev.errors()
+    reason = (ev.turn_ends() or [{}])[-1].get("reason")
     if not errors:
+        how = "ended the turn as completed" if reason == "completed" else "ended the turn"
         return failed(
-            expected, f"seq {last.get('seq')} (status {status}) ended the turn; no error was shown"
+            expected, f"seq {last.get('seq')} (status {status}) {how}; no error was shown"
         )
     kind = errors[-1].get("kind")
     if not isinstance(kind, str) or kind not in TYPED_KINDS:

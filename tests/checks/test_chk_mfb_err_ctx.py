@@ -244,6 +244,36 @@ def test_err_01_fail_kind_does_not_fit() -> None:
     assert f.outcome == "fail" and "auth" in f.observed
 
 
+def test_err_01_fail_completed_after_an_exhausted_error() -> None:
+    # The last request failed and nothing followed, yet the turn is reported completed.
+    j = Journal()
+    for _ in range(11):
+        chat(j, 429)
+    f = run_check("ERR-01", j.evidence(ended("completed")))
+    assert f.outcome == "fail" and "ended the turn as completed; no error" in f.observed
+
+
+def test_err_01_completed_with_a_typed_error_is_judged_like_any_other() -> None:
+    j = Journal()
+    chat(j, 429)
+    assert outcome("ERR-01", j, ended("completed", "rate_limit", "HTTP 429")) == "pass"
+    assert outcome("ERR-01", j, ended("completed", "error", "failed")) == "fail"
+
+
+def test_err_01_a_failed_title_request_last_is_not_the_turn_s_error() -> None:
+    j = Journal()
+    chat(j)  # the turn's own request succeeds
+    title = {"model": "m", "stream": False, "messages": [{"role": "user", "content": "A title"}]}
+    chat(j, 429, body=title, stream=False)
+    assert outcome("ERR-01", j, ended("completed")) == "not_applicable"
+
+
+def test_err_01_not_applicable_on_abort() -> None:
+    j = Journal()
+    chat(j, 429)
+    assert outcome("ERR-01", j, ended("aborted")) == "not_applicable"
+
+
 def test_err_01_not_applicable_on_success() -> None:
     j = Journal()
     chat(j, 429)
