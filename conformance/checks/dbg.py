@@ -1,14 +1,15 @@
-"""Checks for the DBG area (debug dumps on HTTP 400, secret redaction)."""
+"""Checks for the DBG area (debug dumps on HTTP 400, secrets kept out, tool-call log)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "DUMP_KEYS"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "DUMP_KEYS", "leaks"]
 
 DUMP_KEYS = ("messages", "model", "config", "error")
 
@@ -37,23 +38,87 @@ def check_dbg_01(ev: Evidence) -> Finding:
     return failed(expected, "; ".join(seen))
 
 
+def _spans(text: str, secret: str) -> list[tuple[int, int]]:
+    """Where ``secret`` occurs in ``text``: (start, end) character offsets."""
+    out, i = [], text.find(secret)
+    while i >= 0:
+        out.append((i, i + len(secret)))
+        i = text.find(secret, i + 1)
+    return out
+
+
+def _in_lines(text: str, secret: str) -> list[str]:
+    """Each occurrence as ``line L, chars A-B`` (1-based lines, offsets within the line)."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        out += [f"line {n}, chars {a}-{b}" for a, b in _spans(line, secret)]
+    return out
+
+
+def _in_value(value: Any, secret: str, path: str = "") -> list[str]:
+    """Each occurrence in a JSON-like value as ``field <path>, chars A-B``."""
+    if isinstance(value, str):
+        return [f"field {path or '(value)'}, chars {a}-{b}" for a, b in _spans(value, secret)]
+    if isinstance(value, dict):
+        return [
+            hit
+            for k, v in value.items()
+            for hit in _in_value(v, secret, f"{path}.{k}" if path else str(k))
+        ]
+    if isinstance(value, list):
+        return [hit for i, v in enumerate(value) for hit in _in_value(v, secret, f"{path}[{i}]")]
+    return []
+
+
+def leaks(ev: Evidence) -> list[str]:
+    """Every place the run's secrets appear in what the agent wrote or sent, never quoting one.
+
+    The agent's events, its log (stderr) and its debug files are read as the agent wrote them,
+    before the runner redacts them for the report; the journal gives the bodies of the requests
+    it sent (a key pasted into a conversation or a tool's arguments reaches another party).
+    """
+    found: list[str] = []
+    for secret in (x for x in ev.secrets if x):
+        for i, event in enumerate(ev.events, 1):
+            found += [
+                f"event {i} (type {event.get('type')}), {hit}" for hit in _in_value(event, secret)
+            ]
+        found += [f"agent log, {hit}" for hit in _in_lines(ev.agent_log, secret)]
+        for name, text in sorted(ev.debug_files.items()):
+            found += [f"debug file {name}, {hit}" for hit in _in_lines(text, secret)]
+        for e in ev.raw_journal.get("entries") or []:
+            where = f"request seq {e.get('seq')} ({e.get('kind')})"
+            sent = {k: e[k] for k in _SENT_DATA if e.get(k) is not None}
+            found += [f"{where}, {hit}" for hit in _in_value(sent, secret)]
+    return found
+
+
+# What a request carries as data. Headers are the credential's own channel (the gateway hides
+# them), and what the gateway answered is not the agent's writing.
+_SENT_DATA = ("body", "body_error", "arguments")
+
+
 def check_dbg_02(ev: Evidence) -> Finding:
-    """No secret value appears in the journal, events, agent log or debug files."""
-    expected = "the API key appears nowhere: journal, events, agent log, debug files"
-    secrets = [s for s in ev.secrets if s]
-    if not secrets:
+    """The run's API key appears nowhere the agent wrote: events, log, debug dumps, requests.
+
+    An invariant judged on every run, from the agent's output before the runner's redaction.
+    Where the key appeared is named (event, field, line, character span), the key never.
+    """
+    expected = (
+        "the API key appears nowhere the agent wrote: its events, its log (stderr), its debug "
+        "files, the bodies of the requests it sent"
+    )
+    if not any(ev.secrets):
         return not_applicable(expected, "no secret was handed to the agent in this run")
-    places = {
-        "journal": json.dumps(ev.journal, ensure_ascii=False),
-        "events": json.dumps(ev.events, ensure_ascii=False),
-        "agent log": ev.agent_log,
-        **{f"debug file {k}": v for k, v in ev.debug_files.items()},
-    }
-    for where, text in places.items():
-        for s in secrets:
-            if s in text:
-                return failed(expected, f"the API key appears in the {where}")
-    return passed(expected, f"checked {len(places)} place(s); no secret found")
+    found = leaks(ev)
+    if found:
+        more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+        return failed(expected, f"the API key appears in: {'; '.join(found[:3])}{more}")
+    return passed(
+        expected,
+        f"no secret in {len(ev.events)} event(s), the agent log, {len(ev.debug_files)} debug "
+        f"file(s) or the bodies of {len(ev.raw_journal.get('entries') or [])} request(s)",
+    )
 
 
 TOOL_LOG = "tool-calls.jsonl"

@@ -53,8 +53,9 @@ for _module in _AREAS:
 
 FINAL_ON_PARTIAL: frozenset[str] = frozenset().union(*(m.FINAL_ON_PARTIAL for m in _AREAS))
 
-# Checks applied to every scenario run, whatever criteria it lists (filled as areas land).
-INVARIANTS: dict[str, Check] = dict(invariants.CHECKS)
+# Checks applied to every scenario run, whatever criteria it lists: the wire invariants, and
+# DBG-02 (any run can show the key: a message, the log, a dump).
+INVARIANTS: dict[str, Check] = {**invariants.CHECKS, "DBG-02": dbg.CHECKS["DBG-02"]}
 
 for _cid in CHECKS:
     by_id(_cid)  # a check for an unknown criterion is a programming error: fail at import

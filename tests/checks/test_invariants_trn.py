@@ -14,7 +14,7 @@ def body(*msgs: dict) -> dict:
 
 
 def test_invariants_registered() -> None:
-    assert set(INVARIANTS) == {"RSN-04", "TOL-06", "LOP-04", "ERR-05"}
+    assert set(INVARIANTS) == {"RSN-04", "TOL-06", "LOP-04", "ERR-05", "DBG-02"}
 
 
 def test_continuation_text_has_em_dash() -> None:
