@@ -162,9 +162,77 @@ def _budget(ev: Evidence, statuses: frozenset[int | None], label: str) -> str | 
     return None
 
 
+# A correct agent is still retrying this long after its first attempt (the earliest its 10
+# retries can end), and never waits longer than this between two attempts (the capped top).
+_BUDGET_LOW = JITTER_LOW * sum(nominal_backoff(n) for n in range(1, MAX_RETRIES + 1))
+_LONGEST_WAIT = JITTER_HIGH * nominal_backoff(MAX_RETRIES)
+
+
+def _refused(ev: Evidence) -> Finding | None:
+    """Connection refused for a window (the journal's ``refused`` record), or None.
+
+    Refused attempts never reach the gateway, so the wire shows only the first attempt after
+    the port started listening. A correct agent, whose budget outlasts a short window, reaches
+    the gateway within one backoff wait of the port opening; one that never reaches it gave up
+    on a retryable failure (or never retried it); one that comes much later waited longer than
+    any backoff allows.
+    """
+    rec = ev.journal.get("refused")
+    if not isinstance(rec, dict) or rec.get("t_start_ns") is None:
+        return None
+    window = float(rec.get("seconds") or 0)
+    expected = (
+        f"connections refused for {window:g} s are retried with the 429 policy: the agent "
+        f"reaches the gateway within {_LONGEST_WAIT:g} s (the longest backoff wait, late slack "
+        f"{ev.late_slack:.3f} s) of the port opening"
+    )
+    chat = ev.chat()
+    if not chat:
+        if not turn_over(ev):
+            return not_applicable(expected, "the turn has not ended: the retry may still come")
+        if window >= _BUDGET_LOW:
+            return not_applicable(
+                expected, f"a {window:g} s window outlasts the retry budget: giving up is right"
+            )
+        return failed(
+            expected,
+            f"the turn ended without reaching the gateway: connections were refused for "
+            f"{window:g} s, less than the {_BUDGET_LOW:g} s a budget of {MAX_RETRIES} retries "
+            "lasts at the least",
+        )
+    listen = rec.get("t_listen_ns")
+    first = chat[0]
+    if listen is None:  # the gateway journaled it, so the port was listening; keep it safe
+        return not_applicable(expected, "the journal does not say when the port opened")
+    after = (int(first["t_arrival_ns"]) - int(listen)) / 1e9 / ev.time_scale
+    since = (int(first["t_arrival_ns"]) - int(rec["t_start_ns"])) / 1e9 / ev.time_scale
+    if after > _LONGEST_WAIT + ev.late_slack:
+        return failed(
+            expected,
+            f"the first request (seq {first.get('seq')}) came {after:.3f} s after the port "
+            f"opened: longer than any backoff wait",
+        )
+    return passed(
+        expected,
+        f"refused for {window:g} s; the first request (seq {first.get('seq')}) came "
+        f"{since:.3f} s after the window opened, {after:.3f} s after the port did",
+    )
+
+
 def check_rty_06(ev: Evidence) -> Finding:
-    """Connection failures before headers (no status recorded): the 429 policy."""
-    return _policy(ev, frozenset({None}), "a connection failure before headers")
+    """Connection failures before headers (a reset: no status recorded; or connections
+    refused for a while): the 429 policy."""
+    found = _policy(ev, frozenset({None}), "a connection failure before headers")
+    refused = _refused(ev)
+    if refused is None or found.outcome == "fail":
+        return found
+    if refused.outcome == "fail" or found.outcome == "not_applicable":
+        return refused
+    return Finding(
+        found.outcome,
+        f"{found.expected}; {refused.expected}",
+        f"{found.observed}; {refused.observed}",
+    )
 
 
 def check_rty_16(ev: Evidence) -> Finding:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from conformance.checks import FINAL_ON_PARTIAL, run_check
-from conformance.evidence import nominal_backoff
+from conformance.evidence import Evidence, nominal_backoff
 from tests.checks.synth import Journal, cut, turn_end
 
 
@@ -387,3 +387,45 @@ def test_policy_budget_of_another_status_is_not_blamed() -> None:
 def test_policy_a_user_abort_is_no_giving_up() -> None:
     j = _streaming_failures([503] * 3, fallback=False)
     assert run_check("RTY-05", j.evidence([turn_end("aborted")])).outcome == "pass"
+
+
+# RTY-06: connections refused for a window (the journal's `refused` record) ----------------------
+def _refused_run(window: float, first_after: float | None) -> tuple[Journal, dict]:
+    """The port refuses for ``window`` s from t=1; the first request ``first_after`` s after it
+    opens (None: never). Returns the journal and its ``refused`` record."""
+    j = Journal()
+    start = j.t
+    j.t = start + window
+    listen = j._ns(j.t)
+    if first_after is not None:
+        j.chat(200, wait=first_after)
+    return j, {"port": 1, "seconds": window, "t_start_ns": j._ns(start), "t_listen_ns": listen}
+
+
+def _refused_evidence(run: tuple[Journal, dict], events: list | None = None) -> Evidence:
+    j, refused = run
+    journal = {"session": "s", "time_scale": j.scale, "entries": j.entries, "refused": refused}
+    return Evidence({"id": "refused"}, journal, events or [], time_scale=j.scale)
+
+
+def test_rty06_refused_pass_reached_within_one_backoff_of_the_port_opening() -> None:
+    f = run_check("RTY-06", _refused_evidence(_refused_run(30, 3.4), [turn_end()]))
+    assert f.outcome == "pass" and "3.400 s after the port did" in f.observed
+
+
+def test_rty06_refused_fail_never_retried_or_gave_up_in_the_window() -> None:
+    run = _refused_run(30, None)
+    f = run_check("RTY-06", _refused_evidence(run, [turn_end("error")]))
+    assert f.outcome == "fail" and "without reaching the gateway" in f.observed
+    # Cut short inside the window: the retry may still come.
+    assert run_check("RTY-06", _refused_evidence(run)).outcome == "not_applicable"
+
+
+def test_rty06_refused_fail_waited_longer_than_any_backoff() -> None:
+    f = run_check("RTY-06", _refused_evidence(_refused_run(30, 45.0), [turn_end()]))
+    assert f.outcome == "fail" and "longer than any backoff wait" in f.observed
+
+
+def test_rty06_refused_a_window_past_the_budget_allows_giving_up() -> None:
+    f = run_check("RTY-06", _refused_evidence(_refused_run(200, None), [turn_end("error")]))
+    assert f.outcome == "not_applicable" and "outlasts the retry budget" in f.observed
