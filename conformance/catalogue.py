@@ -102,7 +102,8 @@ _ROWS: tuple[tuple[str, str, str, str, str, str | None], ...] = (
         "RTY-05",
         "MUST",
         "5xx retried like 429",
-        "Server errors 500, 502, 503, 504 and 529 are retried with the same policy as 429.",
+        "Server errors 500, 502, 503, 504 and 529 are retried with the same policy as 429: the "
+        "same backoff and the same budget of 10 retries per request.",
         _S000_RATE + ", requirements",
         None,
     ),
@@ -111,7 +112,7 @@ _ROWS: tuple[tuple[str, str, str, str, str, str | None], ...] = (
         "MUST",
         "Connection failures and timeouts retried",
         "Refused or reset connections before response headers, and request timeouts, are retried "
-        "with the same policy.",
+        "with the same policy (backoff and budget).",
         "seed 001, retryable errors; seed 002, connection errors",
         None,
     ),
@@ -193,7 +194,8 @@ _ROWS: tuple[tuple[str, str, str, str, str, str | None], ...] = (
         "RTY-16",
         "SHOULD",
         "408 and 409 retried",
-        "Request timeout (408) and conflict (409) are retried like 429.",
+        "Request timeout (408) and conflict (409) are retried like 429: the same backoff and "
+        "the same budget of 10 retries per request.",
         _BEYOND,
         None,
     ),
@@ -362,8 +364,8 @@ _ROWS: tuple[tuple[str, str, str, str, str, str | None], ...] = (
         "TRN-04",
         "MUST",
         "At most 3 consecutive recoveries",
-        "The fourth consecutive truncation ends the turn with an error saying the output limit "
-        "was repeatedly exceeded.",
+        "The first three consecutive truncations are each continued; the fourth ends the turn "
+        "with an error saying the output limit was repeatedly exceeded.",
         _S000_TRN_CAP + ", scenario 1",
         None,
     ),
@@ -455,8 +457,9 @@ _ROWS: tuple[tuple[str, str, str, str, str, str | None], ...] = (
         "TJS-01",
         "MUST",
         "Truncation hint on malformed arguments",
-        "Malformed tool arguments with finish_reason length yield an error containing the seed's "
-        "exact hint '(output truncated, please reduce your output)'.",
+        "Malformed tool arguments with finish_reason length (an unclosed '[', or text that "
+        "closing strings and braces does not make parse) are not executed, and their error "
+        "contains the seed's exact hint '(output truncated, please reduce your output)'.",
         _S000_TJS_BAD,
         "tools",
     ),
@@ -609,7 +612,8 @@ _ROWS: tuple[tuple[str, str, str, str, str, str | None], ...] = (
         "MUST",
         "Repeated failing call triggers a reminder",
         "The same tool with the same arguments failing 3 times within 5 calls leads to a reminder "
-        "in the next request.",
+        "in the next request that names the tool and says it failed repeatedly or must not be "
+        "retried the same way.",
         "seed 004, §7.6",
         "tools",
     ),
@@ -737,7 +741,8 @@ _ROWS: tuple[tuple[str, str, str, str, str, str | None], ...] = (
         "MUST",
         "Exhausted errors are typed",
         "An API error that exhausted its retries is surfaced as a typed error (rate_limit, "
-        "timeout, connection, prompt_too_long, auth, ...).",
+        "timeout, connection, prompt_too_long, auth, ...), even when the agent reports the turn "
+        "as completed.",
         "seed 001, error classification; seed 002",
         None,
     ),
@@ -788,7 +793,8 @@ _ROWS: tuple[tuple[str, str, str, str, str, str | None], ...] = (
         "DBG-02",
         "MUST",
         "Secrets redacted",
-        "Dumps and logs never contain the API key, Authorization header or tokens.",
+        "Nothing the agent writes contains the API key, whatever a server echoes: not its "
+        "events, its log, its debug dumps or its request bodies (judged on every run).",
         _S000_DBG + "; seed 004, §7.9",
         None,
     ),
