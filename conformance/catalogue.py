@@ -862,6 +862,9 @@ def by_id(criterion_id: str) -> Criterion:
 
 def as_markdown() -> str:
     """The catalogue as a Markdown page (the source of docs/criteria.md)."""
+    # The checks import this module: read what they declare only when the page is made.
+    from conformance.checks import FINAL_ON_PARTIAL, INVARIANTS
+
     out = [
         "# Criteria catalogue",
         "",
@@ -870,20 +873,30 @@ def as_markdown() -> str:
         "UNSUPPORTED. A criterion limited to some wire dialects (column *dialects*; `all` = "
         + ", ".join(f"`{d}`" for d in DIALECTS)
         + ") is INFORMATIONAL when the scenario is run in another.",
+        "",
+        "Judged on every run, whatever criteria the scenario lists: "
+        + ", ".join(sorted(INVARIANTS))
+        + ". When the turn never ends (TIMEOUT, or an ERROR before `turn_end`), only the "
+        "criteria marked *final* in the column *cut short* are judged, on what the wire already "
+        "shows: a violation of theirs (one attempt too many, a request that must not be sent) "
+        "stands whatever would have come after. The others, which need the end of the turn, "
+        "stay TIMEOUT or ERROR.",
     ]
     for area, name in AREAS.items():
         out += [
             "",
             f"## {area}: {name}",
             "",
-            "| ID | level | capability | dialects | criterion | source |",
-            "|---|---|---|---|---|---|",
+            "| ID | level | capability | dialects | cut short | criterion | source |",
+            "|---|---|---|---|---|---|---|",
         ]
         for c in CATALOGUE:
             if c.area == area:
                 text = f"**{c.title}.** {c.text}".replace("|", "\\|")
                 only = "all" if c.dialects == DIALECTS else ", ".join(f"`{d}`" for d in c.dialects)
+                final = "final" if c.id in FINAL_ON_PARTIAL else "-"
                 out.append(
-                    f"| {c.id} | {c.level} | {c.capability or '-'} | {only} | {text} | {c.source} |"
+                    f"| {c.id} | {c.level} | {c.capability or '-'} | {only} | {final} | {text} "
+                    f"| {c.source} |"
                 )
     return "\n".join(out) + "\n"

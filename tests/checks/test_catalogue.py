@@ -76,7 +76,7 @@ def test_docs_page_shows_dialects() -> None:
     from conformance.catalogue import as_markdown
 
     page = as_markdown()
-    assert "| ID | level | capability | dialects | criterion | source |" in page
+    assert "| ID | level | capability | dialects | cut short | criterion | source |" in page
     row = next(ln for ln in page.splitlines() if ln.startswith("| STR-13 |"))
     assert "`openai_chat`, `anthropic_messages`" in row and "openai_responses" not in row
     assert next(ln for ln in page.splitlines() if ln.startswith("| STR-08 |")).count("| all |")
@@ -91,3 +91,13 @@ def test_list_json_carries_dialects(capsys) -> None:
     rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     assert rows["STR-13"]["dialects"] == ["openai_chat", "anthropic_messages"]
     assert rows["RTY-01"]["dialects"] == list(DIALECTS)
+
+
+def test_docs_page_shows_what_a_turn_cut_short_still_judges() -> None:
+    from conformance.catalogue import as_markdown
+    from conformance.checks import FINAL_ON_PARTIAL
+
+    rows = {ln.split("|")[1].strip(): ln for ln in as_markdown().splitlines() if ln[:6] == "| RTY-"}
+    assert "RTY-04" in FINAL_ON_PARTIAL and "| final |" in rows["RTY-04"]
+    assert "RTY-08" not in FINAL_ON_PARTIAL and "| - | **Jitter" in rows["RTY-08"]
+    assert "DBG-02" in as_markdown().split("Judged on every run")[1].split(".")[0]
