@@ -78,11 +78,12 @@ def _ended_in_api_error(
 ) -> tuple[dict[str, Any] | None, str]:
     """The final failed attempt when the turn ended on an API error, else None and why.
 
-    The turn's own requests count: a compaction or a background title request that fails
-    last does not end the turn in error. ``completed_too``: a turn the agent reported as
+    The turn's own requests count: a compaction, or a background title request (in a scenario
+    that asks for one), that fails last does not end the turn in error. ``completed_too``: a turn the agent reported as
     completed although its last request failed ended on that error all the same.
     """
-    chat = [e for e in ev.chat() if not is_compaction(e) and not background(e)]
+    titles = bool((ev.scenario.get("config") or {}).get("background_title"))
+    chat = [e for e in ev.chat() if not is_compaction(e) and not (titles and background(e))]
     if not chat:
         return None, "no chat request in this run"
     ends = ev.turn_ends()

@@ -265,7 +265,10 @@ def test_err_01_a_failed_title_request_last_is_not_the_turn_s_error() -> None:
     chat(j)  # the turn's own request succeeds
     title = {"model": "m", "stream": False, "messages": [{"role": "user", "content": "A title"}]}
     chat(j, 429, body=title, stream=False)
-    assert outcome("ERR-01", j, ended("completed")) == "not_applicable"
+    titled = {"id": "x", "config": {"background_title": True}}
+    assert outcome("ERR-01", j, ended("completed"), scenario=titled) == "not_applicable"
+    # Without background titles configured, the same request is the turn's own: judged.
+    assert outcome("ERR-01", j, ended("completed")) == "fail"
 
 
 def test_err_01_not_applicable_on_abort() -> None:
