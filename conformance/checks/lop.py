@@ -21,7 +21,15 @@ from conformance.checks.reminder import is_loop_reminder
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from conformance.evidence import Evidence, is_failed
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "Reply", "call_key", "is_compaction", "reply_of"]
+__all__ = [
+    "CHECKS",
+    "FINAL_ON_PARTIAL",
+    "Reply",
+    "call_key",
+    "is_compaction",
+    "loop_trigger",
+    "reply_of",
+]
 
 COMPACTION_BREAKER = 3  # seed 002: Claude Code's "连续 3 次" compaction circuit breaker
 TEXT_REPEATS = 3  # LOP-06: the same assistant text 3 times in a row
@@ -295,7 +303,7 @@ def check_lop_05(ev: Evidence) -> Finding:
 
 
 # --- LOP-06 -----------------------------------------------------------------------------------
-def _loop_trigger(ev: Evidence) -> tuple[dict, Reply, str] | None:
+def loop_trigger(ev: Evidence) -> tuple[dict, Reply, str] | None:
     """The response completing a loop shape: 3 identical texts, or calls A-B-A-B."""
     texts: list[str] = []
     calls: list[tuple[str, str]] = []
@@ -323,7 +331,7 @@ def check_lop_06(ev: Evidence) -> Finding:
         "tool calls, the agent intervenes: the next request carries a user/system note after the "
         "last assistant message, offers fewer tools, or the turn stops there"
     )
-    found = _loop_trigger(ev)
+    found = loop_trigger(ev)
     if found is None:
         return not_applicable(expected, "no repeated text or A-B-A-B tool calls in this run")
     e, reply, shape = found

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.lop import loop_trigger
 from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from conformance.evidence import Evidence, is_failed
@@ -123,7 +124,9 @@ def check_trn_04(ev: Evidence) -> Finding:
     - a 4th consecutive continuation is a FAIL as soon as it is sent (final on partial
       evidence: no later request can take it back);
     - a plain truncation with fewer than 3 continuations behind it that the turn ends on (it
-      is the last request sent, and the turn ended, not by a user abort) is a FAIL: the agent stopped at a smaller limit of its own. The turn's end is
+      is the last request sent, and the turn ended, not by a user abort) is a FAIL. Two ends
+      stay allowed: a truncation that carried nothing is an empty reply (STR-16 bounds those),
+      and a turn stopped on a repetition loop is LOP-06's intervention: the agent stopped at a smaller limit of its own. The turn's end is
       needed to say so; on a run cut short the continuation may still come;
     - the truncation after the 3rd continuation needs an error shown, once the turn ended.
 
@@ -149,7 +152,7 @@ def check_trn_04(ev: Evidence) -> Finding:
             continue
         if k == MAX_RECOVERIES:
             at_cap = e
-        elif i == len(chat) - 1:
+        elif i == len(chat) - 1 and not _empty(e) and not _loop_stopped(ev, e):
             given_up = (e, k)  # nothing was sent after it
     ended = turn_over(ev) and ev.turn_ends()[-1].get("reason") != "aborted"
     if given_up is not None and ended:
@@ -170,6 +173,17 @@ def check_trn_04(ev: Evidence) -> Finding:
         f"stopped after the truncation at seq {at_cap.get('seq')}: "
         f"{ev.errors()[0].get('message')!r}",
     )
+
+
+def _empty(entry: dict) -> bool:
+    got = produced(entry)
+    return not (got["content"] or got["reasoning"] or got["tool_calls"])
+
+
+def _loop_stopped(ev: Evidence, entry: dict) -> bool:
+    """Whether a repetition loop (LOP-06) had shown by ``entry``: stopping there is allowed."""
+    loop = loop_trigger(ev)
+    return loop is not None and loop[0].get("t_arrival_ns", 0) <= entry.get("t_arrival_ns", 0)
 
 
 CHECKS["TRN-04"] = check_trn_04

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from conformance.checks import FINAL_ON_PARTIAL, INVARIANTS, run_check
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from tests.checks.synth import Journal, turn_end
@@ -143,19 +145,27 @@ def test_trn02_fail_never_reported() -> None:
     assert run_check("TRN-02", truncated_then(CONT, [])).outcome == "not_applicable"
 
 
+def _said(entry: dict, text: str, finish: str = "length") -> None:
+    """The response carried ``text`` and finished with ``finish``."""
+    delta = {"choices": [{"index": 0, "delta": {"content": text}}]}
+    end = {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+    entry["response"]["sent"] = f"data: {json.dumps(delta)}\n\ndata: {json.dumps(end)}\n\n"
+
+
 def _truncations(
     n: int, *, escalate: bool = False, again: bool = False, error: bool = True, ended: bool = True
 ):
     """n length finishes, each answered by one more continuation on the growing transcript."""
     j = Journal()
-    j.chat(fault="length")
+    _said(j.chat(fault="length"), "part 0")
     if escalate:  # TRN-07: the same transcript with a raised limit, no continuation appended
-        j.chat(fault="length")
+        _said(j.chat(fault="length"), "part 0")
     turns: list[dict] = []
     for i in range(n - 1 + (1 if again else 0)):
         turns += [{"role": "assistant", "content": f"part {i}"}, CONT]
         last = i == n - 2 and not again
-        j.chat(fault="length" if (i < n - 2 or last) else None, body=body(*turns))
+        e = j.chat(fault="length" if (i < n - 2 or last) else None, body=body(*turns))
+        _said(e, f"part {i + 1}", "length" if e["fault"] else "stop")
     ev = [{"type": "error", "kind": "output_limit", "message": "limit exceeded 4 times"}]
     return j.evidence(events=(ev if error else []) + ([turn_end("error")] if ended else []))
 
@@ -182,8 +192,28 @@ def test_trn04_fail_gives_up_before_the_limit() -> None:
 
 def test_trn04_a_user_abort_is_no_giving_up() -> None:
     j = Journal()
-    j.chat(fault="length")
+    _said(j.chat(fault="length"), "part 0")
     ev = j.evidence(events=[turn_end("aborted")])
+    assert run_check("TRN-04", ev).outcome == "not_applicable"
+
+
+def test_trn04_an_empty_length_reply_is_no_truncation_to_continue() -> None:
+    # Nothing produced: an empty reply (STR-16), which the agent may retry and give up on.
+    j = Journal()
+    for _ in range(4):
+        _said(j.chat(fault="length"), "")
+    ev = j.evidence(events=[turn_end("error")])
+    assert run_check("TRN-04", ev).outcome == "not_applicable"
+
+
+def test_trn04_stopping_on_a_repetition_loop_is_allowed() -> None:
+    # The same text 3 times in a row (LOP-06): stopping there is the loop's intervention.
+    j = Journal()
+    turns: list[dict] = []
+    for _ in range(3):
+        _said(j.chat(fault="length", body=body(*turns)), "I will now plan.")
+        turns += [{"role": "assistant", "content": "I will now plan."}, CONT]
+    ev = j.evidence(events=[turn_end("error")])
     assert run_check("TRN-04", ev).outcome == "not_applicable"
 
 
