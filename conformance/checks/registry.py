@@ -9,7 +9,9 @@ gone on to end its turn: "never more than N attempts" and "never X" criteria, wh
 is on the wire once sent. "Eventually Y" conclusions (a retry, a fallback, a removal, an error
 shown, a ``turn_end``) need the end; a check in the set draws them only once the turn ended
 (``conformance.checks.partial.turn_over``) and otherwise finds nothing. A FAIL never rests on
-the last attempt's response, which may be unfinished.
+the last attempt's response, which may be unfinished. So partial evidence must carry no
+``turn_end`` but the agent's own: one written after the harness stopped the agent at its deadline
+would read as the agent ending its turn there.
 
 On a partial run the runner runs the check of every criterion in the set: a FAIL finding is the
 verdict (FAIL, or NON-STRICT for a SHOULD); any other finding leaves the verdict TIMEOUT or
