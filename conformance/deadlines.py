@@ -23,6 +23,7 @@ __all__ = [
     "DEADLINE_GRACE_S",
     "DEFAULT_DEADLINE_S",
     "ATTEMPT_OVERHEAD_S",
+    "JITTER_LOW",
     "JITTER_HIGH",
     "MAX_RETRIES",
     "EXCESSIVE_WAIT_S",
@@ -35,7 +36,8 @@ DEFAULT_DEADLINE_S = 30.0
 DEADLINE_GRACE_S = 5.0
 # Real seconds per model request: connection set-up, parsing, the agent's own work.
 ATTEMPT_OVERHEAD_S = 0.05
-# The upper edge of the jitter band (RTY-03) and the retry budget of one request (RTY-04).
+# The edges of the jitter band (RTY-03) and the retry budget of one request (RTY-04).
+JITTER_LOW = 0.75
 JITTER_HIGH = 1.25
 MAX_RETRIES = 10
 # The longest wait a correct agent may take for an excessive asked wait (RTY-14).
@@ -130,11 +132,12 @@ def floor_s(scenario: Scenario) -> tuple[float, int]:
                 n = 0
     refused = scenario.refuse_connections or {}
     if refused:
-        # Connections are refused for a window; the retry that first gets through may come up
-        # to one backoff step after it (a refused attempt leaves no trace to count from).
+        # Connections are refused for a window and a refused attempt leaves no trace: the
+        # first retry to get through is the first whose elapsed backoff, at the lower edge of
+        # the band, reaches the window's end; at the upper edge it comes that much later.
         secs = float(refused.get("seconds", 0))
-        steps = next((n for n in range(1, MAX_RETRIES + 1) if _backoff_to(n) >= secs), 1)
-        total += secs + nominal_backoff(steps) * JITTER_HIGH
+        k = next((n for n in range(1, MAX_RETRIES + 1) if JITTER_LOW * _backoff_to(n) >= secs), 0)
+        total += JITTER_HIGH * _backoff_to(k) if k else secs
     return total + _tool_s(scenario), attempts
 
 

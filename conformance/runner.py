@@ -254,10 +254,15 @@ def run_scenario(
         gateway.drop_session(session.id)
 
     status, error = _settle(outcome, journal)
+    events = outcome.events
+    if status == "timeout":
+        # A turn stopped at its deadline never ended, whatever a cancelled agent wrote as it
+        # went down: a turn_end then would read as the agent's own decision to give up.
+        events = [e for e in events if e.get("type") != "turn_end"]
     ev = Evidence(
         scenario=scenario.raw,
         journal=journal,
-        events=outcome.events,
+        events=events,
         time_scale=scale,
         capabilities=caps,
         debug_files=debug_files,

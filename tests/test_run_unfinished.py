@@ -122,3 +122,16 @@ def test_the_key_an_agent_wrote_is_judged_then_redacted(gateway):
     blob = json.dumps([entry, verdicts])
     assert "sk-conformance-" not in blob
     assert "[REDACTED]" in entry["agent_log"] and "[REDACTED]" in json.dumps(entry["events"])
+
+
+def test_a_turn_end_written_while_being_stopped_is_not_a_decision(gateway):
+    # Cancelled at its deadline, an agent may still write turn_end on its way down; read as
+    # its own, six attempts would be "gave up early" (RTY-04 FAIL) instead of a TIMEOUT.
+    sc = load_scenario(CRITERIA / "rty" / "rty-04-burst-of-10.yaml")
+    agent = _Scripted(
+        [{"stream": True}] * 6,
+        status="timeout",
+        events=[{"type": "turn_end", "reason": "error", "t_ns": 0}],
+    )
+    _, verdicts = run_scenario(gateway, agent, sc, time_scale=0.001)
+    assert verdicts["RTY-04"]["verdict"] == "TIMEOUT", verdicts["RTY-04"]
