@@ -615,14 +615,19 @@ def check_str_12(ev: Evidence) -> Finding:
 
 
 def check_str_13(ev: Evidence) -> Finding:
-    """A stream with finish_reason but no [DONE] is a finished turn: never resent."""
+    """A stream with finish_reason but no [DONE] is a finished turn: never resent.
+
+    Whatever the fault: a stream that simply ends after its finish chunk, or one whose
+    connection is reset or closed after it, before [DONE] (the end-of-stream marker of each
+    dialect reads as [DONE] in the chat view)."""
     expected = "a stream carrying finish_reason but no [DONE] is taken as complete (not resent)"
     chat = ev.chat()
     judged = 0
     for i, e in enumerate(chat):
-        if e.get("fault") != "finish_without_done" or not Evidence.mode(e):
+        resp = e.get("response") or {}
+        if not Evidence.mode(e) or resp.get("status") != 200:
             continue
-        if (e.get("response") or {}).get("status") != 200 or not wire_reply(e).finish_reason:
+        if "data: [DONE]" in str(resp.get("sent") or "") or not wire_reply(e).finish_reason:
             continue
         judged += 1
         for later in chat[i + 1 :]:

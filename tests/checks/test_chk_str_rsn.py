@@ -338,6 +338,32 @@ def test_str_13_fail_resent() -> None:
     assert run_check("STR-13", j.evidence()).outcome == "fail"
 
 
+def _reset_after_finish(j: Journal) -> dict:
+    e = attempt(j, STREAM, sse({"content": "Hi"}, finish="stop"), "cut")
+    e["response"]["end"] = "reset"
+    e["response"]["full_bytes"] += len("data: [DONE]\n\n")  # the marker never went out
+    return e
+
+
+def test_str_13_a_reset_after_the_finish_chunk_is_judged_too() -> None:
+    j = Journal()
+    e = _reset_after_finish(j)
+    events = [ev_at(e, 1000, type="turn_end", reason="completed")]
+    assert run_check("STR-13", j.evidence(events)).outcome == "pass"
+    j = Journal()
+    _reset_after_finish(j)
+    attempt(j, PLAIN, plain_json())  # resent: taken for a failed stream
+    assert run_check("STR-13", j.evidence()).outcome == "fail"
+
+
+def test_str_13_a_cut_before_the_finish_chunk_is_not_its_business() -> None:
+    j = Journal()
+    e = attempt(j, STREAM, sse({"content": "Hi"}), "cut")
+    e["response"]["end"] = "reset"
+    attempt(j, PLAIN, plain_json())
+    assert run_check("STR-13", j.evidence()).outcome == "not_applicable"
+
+
 def test_str_13_fail_turn_ends_in_error() -> None:
     j = Journal()
     e = _no_done(j)
@@ -347,7 +373,7 @@ def test_str_13_fail_turn_ends_in_error() -> None:
 
 def test_str_13_not_applicable() -> None:
     j = Journal()
-    attempt(j, STREAM, sse({"content": "Hi"}, finish="stop"))
+    attempt(j, STREAM, sse({"content": "Hi"}, finish="stop") + "data: [DONE]\n\n")
     assert run_check("STR-13", j.evidence()).outcome == "not_applicable"
 
 
