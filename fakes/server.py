@@ -4,7 +4,8 @@ Theory of operation: each request is journaled on arrival; chat requests pick a 
 (``SessionState.take_step``), get a pure ``Plan`` (``fakes.plan.make_plan``) and the server
 carries it out, recording exactly the bytes written and how the connection ended. A ``reset``
 sets SO_LINGER 0 before aborting so the peer sees an RST; a ``close`` shuts the connection
-cleanly without the final zero-length chunk, so an HTTP client sees an incomplete body.
+cleanly without the final zero-length chunk, so an HTTP client sees an incomplete body. Delayed
+headers are held by ``fakes.hold``, which notices a client that leaves meanwhile.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from aiohttp import web
 
 from fakes.dialects import anthropic_messages
 from fakes.errors import FakesError, ScenarioError
+from fakes.hold import hold_headers
 from fakes.plan import DIALECTS, Plan, harness_error_plan, make_plan
 from fakes.refuse import RefusingPort
 from fakes.scenario import Scenario, load_scenario
@@ -380,7 +382,14 @@ class GatewayApp:
             r.update(status=None, end="reset", t_end_ns=time.monotonic_ns())
             return web.Response(status=500)  # never reaches the wire
         if plan.header_delay:
-            await asyncio.sleep(plan.header_delay * scale)
+            # No status is on the wire until the headers are: a client that gives up meanwhile
+            # (its request timeout) left a failure without one, ended when it left.
+            r["status"] = None
+            left = await hold_headers(transport, plan.header_delay * scale)
+            if left is not None:
+                r.update(end="client_gone", t_end_ns=left)
+                return web.Response(status=500)  # never reaches the wire
+            r["status"] = plan.status
         headers = dict(plan.headers)
         if plan.retry_after_date is not None:
             headers["Retry-After"] = email.utils.formatdate(
