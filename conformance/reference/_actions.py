@@ -60,7 +60,7 @@ class CancelRequest(Action):
 class StartTimer(Action):
     """Report :class:`TimerFired` after ``delay_s`` unscaled seconds.
 
-    ``purpose``: wait | idle | tool_limit | tool_retry.
+    ``purpose``: wait | idle | request | tool_limit | tool_retry.
     """
 
     timer_id: int

@@ -16,7 +16,10 @@ message says ``stream: false``), then at most one non-streaming fallback, each w
 budget (:func:`retry.decide`). An *attempt* is one HTTP request of a mode.
 
 - Before headers (``ConnectFailed``) or with a non-200 status (``HeadersReceived`` then
-  ``BodyEnded`` with the error text): the attempt failed. Three consecutive 529s switch to the
+  ``BodyEnded`` with the error text): the attempt failed. With ``config.request_timeout_s``
+  every request starts a ``request`` timer, cancelled by its headers; when it fires first the
+  request is cancelled and taken for a ``ConnectFailed`` of kind ``timeout`` (RTY-06: retried
+  like a 429, within the same budget; an auxiliary request simply failed). Three consecutive 529s switch to the
   fallback model (private fields stripped) with a fresh budget; otherwise retry after the decided
   wait (``NoteRetry`` + ``StartTimer``), or, when recovery says no, *surface* the failure.
 - Before the retry decision: a 401 saying "expired" asks the driver to refresh the credentials
@@ -441,6 +444,9 @@ class TurnCore:
         self._tool_calls: dict[str, _ToolCall] = {}  # executing calls, background ones too
         self._tool_timers: dict[int, str] = {}  # timer id -> call id
         self.tool_timeout_s = float(self.config.get("tool_timeout_s") or 120)
+        # None: no limit of our own on waiting for response headers.
+        self.request_timeout_s = _positive(self.config.get("request_timeout_s"))
+        self._request_timer: int | None = None
         self._schemas = {
             _tool_name(t): (t.get("function") or {}).get("parameters") or {} for t in self.tools
         }
@@ -508,11 +514,15 @@ class TurnCore:
         if isinstance(event, TimerFired) and event.timer_id in self._tool_timers:
             self._on_tool_timer(event.timer_id)
             return self._flush()
+        if isinstance(event, TimerFired) and event.timer_id == self._request_timer:
+            return self._on_request_timeout(now)
         if type(event) not in ACCEPTS[self.phase]:
             raise CoreError(
                 f"{type(event).__name__} cannot be handled in phase {self.phase.value!r}; "
                 f"it accepts {sorted(t.__name__ for t in ACCEPTS[self.phase])}"
             )
+        if isinstance(event, HeadersReceived):
+            self._disarm_request_timer()
         if self.phase is Phase.TITLE:
             self._on_title(event)
         elif self.phase is Phase.COMPACT:
@@ -539,7 +549,12 @@ class TurnCore:
         if rid is not None:
             return self._attempt is None or rid != self._attempt.request_id
         if isinstance(event, TimerFired):
-            return event.timer_id not in (self._wait_timer, self._idle_timer, *self._tool_timers)
+            return event.timer_id not in (
+                self._wait_timer,
+                self._idle_timer,
+                self._request_timer,
+                *self._tool_timers,
+            )
         if isinstance(event, ToolOutcome):
             call = self._tool_calls.get(event.call_id)
             return call is None or not call.running
@@ -561,11 +576,31 @@ class TurnCore:
             self._out.append(CancelTimer(self._idle_timer))
             self._idle_timer = None
 
+    def _arm_request_timer(self) -> None:
+        if self.request_timeout_s is not None:
+            self._request_timer = self._start_timer(self.request_timeout_s, "request")
+
+    def _disarm_request_timer(self) -> None:
+        if self._request_timer is not None:
+            self._out.append(CancelTimer(self._request_timer))
+            self._request_timer = None
+
+    def _on_request_timeout(self, now: float) -> list[Action]:
+        """No headers within ``request_timeout_s``: give the attempt up as a connection-level
+        timeout, handled like any failure before headers (retry, budget, fallback)."""
+        self._request_timer = None  # it fired: nothing to cancel
+        attempt = self._attempt
+        assert attempt is not None  # the timer is disarmed whenever an attempt closes
+        self._out.append(CancelRequest(attempt.request_id))
+        reason = f"no response headers within {self.request_timeout_s:g} s"
+        return self.handle(ConnectFailed(attempt.request_id, "timeout", reason), now)
+
     def _close_attempt(self, *, cancel: bool = False) -> _Attempt:
         """The current attempt is over: later events about it are stale."""
         attempt = self._attempt
         assert attempt is not None
         self._cancel_idle()
+        self._disarm_request_timer()
         if cancel:
             self._out.append(CancelRequest(attempt.request_id))
         self._attempt = None
@@ -654,12 +689,14 @@ class TurnCore:
         body = {**self._body, "stream": self._stream}
         self._attempt = _Attempt(self._request_ids, "chat", self._stream, body)
         self._out.append(SendRequest(self._request_ids, body, "chat"))
+        self._arm_request_timer()
         self.phase = Phase.REQUEST
 
     def _send_aux(self, purpose: str, body: dict[str, Any]) -> None:
         self._request_ids += 1
         self._attempt = _Attempt(self._request_ids, purpose, False, body)
         self._out.append(SendRequest(self._request_ids, body, purpose))
+        self._arm_request_timer()
 
     def _fallback_allowed(self) -> bool:
         return self.b.stream_fallback and self.config.get("stream_fallback", True) is not False
@@ -1262,6 +1299,15 @@ class TurnCore:
             {"role": "user", "content": self.start.get("prompt", "")},
         ]
         self._next_step()
+
+
+def _positive(value: Any) -> float | None:
+    """A positive number of seconds from the config, else None."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if x > 0 else None
 
 
 def _int(value: Any) -> int:
