@@ -72,6 +72,7 @@ BROKEN = [
     ("stop_on_abort", "ctl/ctl-01-abort-mid-stream.yaml", "CTL-01"),
     ("bound_continuations", "trn/trn-04-four-truncations.yaml", "TRN-04"),
     ("retry_connection_errors", "rty/rty-06-reset-before-headers.yaml", "RTY-06"),
+    ("retry_connection_errors", "rty/rty-06-request-timeout.yaml", "RTY-06"),
     ("discard_failed_tool_calls", "str/str-03-complete-call-no-finish.yaml", "STR-03"),
     # One attempt too many is on the wire: the gateway repeats the last fault past the script.
     ("retry_budget", "rty/rty-04-eleven-failures.yaml", "RTY-04"),

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from conformance.checks import FINAL_ON_PARTIAL, run_check
-from conformance.evidence import Evidence, nominal_backoff
+from conformance.evidence import Evidence, is_failed, nominal_backoff
 from tests.checks.synth import Journal, cut, turn_end
 
 
@@ -429,3 +429,53 @@ def test_rty06_refused_fail_waited_longer_than_any_backoff() -> None:
 def test_rty06_refused_a_window_past_the_budget_allows_giving_up() -> None:
     f = run_check("RTY-06", _refused_evidence(_refused_run(200, None), [turn_end("error")]))
     assert f.outcome == "not_applicable" and "outlasts the retry budget" in f.observed
+
+
+# RTY-06: request timeouts (the client left while the gateway held the headers back) ----------
+TIMEOUT_S = 5.0  # the scenario's config.request_timeout_s
+
+
+def _timed_out(j: Journal, wait: float) -> dict:
+    """An attempt the client gave up after ``TIMEOUT_S`` with no headers, as the gateway
+    journals it: no status, ended (``t_end_ns``) when the client left."""
+    e = j.chat(200, wait=wait, fault="delay_headers", duration=TIMEOUT_S)
+    e["response"].update(status=None, t_headers_ns=None, end="client_gone")
+    return e
+
+
+def _timeout_run(waits: list[float], *, final: bool = True) -> Journal:
+    """Timed-out attempts, each after the given wait from the previous one's end; then a
+    reply after one more nominal backoff."""
+    j = Journal()
+    for n, w in enumerate(waits):
+        _timed_out(j, w if n else 0.0)
+    if final:
+        j.chat(200, wait=nominal_backoff(len(waits)))
+    return j
+
+
+def test_rty06_timeout_is_a_failure_ended_when_the_client_left() -> None:
+    j = _timeout_run([0.0, 0.5])
+    ev = j.evidence([turn_end()])
+    first = ev.chat()[0]
+    assert is_failed(first) and Evidence.end_ns(first) == first["response"]["t_end_ns"]
+    (r1, r2) = ev.retries()
+    # Measured from when the client left, not from the attempt's arrival (5 s earlier).
+    assert r1.wait == pytest.approx(0.5) and r2.wait == pytest.approx(1.0)
+
+
+def test_rty06_timeout_pass_retried_with_backoff() -> None:
+    f = run_check("RTY-06", _timeout_run([0.0, 0.5 * 1.1]).evidence([turn_end()]))
+    assert f.outcome == "pass" and "retry 2: 1.000s" in f.observed
+
+
+def test_rty06_timeout_fail_retried_at_once() -> None:
+    f = run_check("RTY-06", _timeout_run([0.0, 0.01]).evidence([turn_end()]))
+    assert f.outcome == "fail" and "retry 1" in f.observed
+
+
+def test_rty06_timeout_fail_given_up_after_the_first() -> None:
+    j = _timeout_run([0.0], final=False)
+    assert run_check("RTY-06", j.evidence([turn_end("error")])).outcome == "fail"
+    # Cut short while waiting: the retry may still come.
+    assert run_check("RTY-06", j.evidence()).outcome == "not_applicable"
