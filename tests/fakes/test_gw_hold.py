@@ -47,8 +47,7 @@ def test_held_headers_have_no_status_until_they_are_written(gateway_session, gw)
         t.start()
         held = s.wait_for(lambda j: len(j["entries"]) == 1, timeout=3)["entries"][0]["response"]
         t.join(5)
-        # A second request on the same pooled connection: the connection still serves after
-        # the hold handed it back.
+        # A second request, on the connection the client keeps: it still serves after a hold.
         again = post(patient, s.base_url)
     assert held["status"] is None and held["t_headers_ns"] is None and held["t_end_ns"] is None
     assert got[0].status == 200 and got[0].body == full_stream(REPLY)
