@@ -1,3 +1,7 @@
 """Conformance suite for LLM agents: criteria, runner, adapters, verdicts."""
 
+from conformance.errors import ConformanceError
+
+__all__ = ["ConformanceError", "__version__"]
+
 __version__ = "0.1.0"

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 from conformance.canon import canonical_journal
+from fakes.journal import ChatEntry, Entry, Journal, Response, ToolEntry
 
 __all__ = [
     "Evidence",
     "Retry",
+    "response_of",
     "RETRYABLE_STATUSES",
     "SLACK_REAL_S",
     "LATE_SLACK_REAL_S",
@@ -39,7 +41,7 @@ def nominal_backoff(n: int) -> float:
     """Nominal delay in seconds before retry ``n`` (1-based): min(32, 0.5 * 2^(n-1))."""
     if n < 1:
         raise ValueError(f"retry number must be >= 1, got {n}")
-    return min(32.0, 0.5 * 2 ** (n - 1))
+    return min(32.0, 0.5 * 2.0 ** (n - 1))
 
 
 def _injected_after_done(sent: str, params: dict[str, Any]) -> bool:
@@ -60,7 +62,22 @@ def _injected_after_done(sent: str, params: dict[str, Any]) -> bool:
     return done is not None and n > done
 
 
-def is_failed(entry: dict[str, Any]) -> bool:
+def response_of(entry: Entry) -> Response:
+    """What the gateway sent back for ``entry``: its ``response`` record, or the empty record
+    when there is none (nothing sent yet, a tool hang the agent abandoned). Read its fields with
+    ``.get``: on the empty record each is absent."""
+    return entry.get("response") or {}
+
+
+def _is_chat(entry: Entry) -> TypeGuard[ChatEntry]:
+    return entry.get("kind") == "chat"
+
+
+def _is_tool(entry: Entry) -> TypeGuard[ToolEntry]:
+    return entry.get("kind") == "tool"
+
+
+def is_failed(entry: Entry) -> bool:
     """Whether a chat attempt failed on the wire (error status, no response, or broken)."""
     resp = entry.get("response")
     if not resp:
@@ -95,15 +112,15 @@ def is_failed(entry: dict[str, Any]) -> bool:
     )
 
 
-def _header(entry: dict[str, Any], name: str) -> str | None:
-    headers = (entry.get("response") or {}).get("headers") or {}
+def _header(entry: Entry, name: str) -> str | None:
+    headers = response_of(entry).get("headers") or {}
     for k, v in headers.items():
         if k.lower() == name:
             return str(v)
     return None
 
 
-def asked_wait(entry: dict[str, Any]) -> tuple[float, str] | None:
+def asked_wait(entry: Entry) -> tuple[float, str] | None:
     """The wait the server asked for, in nominal seconds, and the header that asked.
 
     ``retry-after-ms`` is preferred over ``retry-after``; an HTTP-date is measured from the
@@ -122,7 +139,7 @@ def asked_wait(entry: dict[str, Any]) -> tuple[float, str] | None:
         return float(ra), "retry-after"
     except ValueError:
         pass
-    wall = (entry.get("response") or {}).get("t_wall_headers")
+    wall = response_of(entry).get("t_wall_headers")
     try:
         when = parsedate_to_datetime(ra).timestamp()
     except (TypeError, ValueError):
@@ -136,8 +153,8 @@ def asked_wait(entry: dict[str, Any]) -> tuple[float, str] | None:
 class Retry:
     """One retry: the failed attempt, the attempt that followed it, its number and wait."""
 
-    failed: dict[str, Any]
-    attempt: dict[str, Any]
+    failed: ChatEntry
+    attempt: ChatEntry
     n: int
     wait: float  # nominal seconds
 
@@ -147,7 +164,7 @@ class Evidence:
     """Everything one scenario run left behind, with read helpers for the checks."""
 
     scenario: dict[str, Any]
-    journal: dict[str, Any]
+    journal: Journal
     events: list[dict[str, Any]] = field(default_factory=list)
     time_scale: float = 1.0
     capabilities: set[str] = field(default_factory=set)
@@ -156,14 +173,15 @@ class Evidence:
     secrets: tuple[str, ...] = ()
     agent_log: str = ""
     # The journal as recorded (what was on the wire); ``journal`` is its chat-completions view.
-    raw_journal: dict[str, Any] = field(init=False, repr=False, default_factory=dict)
+    raw_journal: Journal = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.journal, dict) or not isinstance(self.journal.get("entries"), list):
             raise ValueError("Evidence.journal must be a dict with an 'entries' list")
         # Checks read one shape: entries of other dialects are translated (conformance.canon).
         self.raw_journal = self.journal
-        self.journal = canonical_journal(self.journal)
+        # canonical_journal keeps the journal's shape: plain dicts in, plain dicts out.
+        self.journal = cast(Journal, canonical_journal(cast(dict[str, Any], self.journal)))
         if not self.time_scale or self.time_scale <= 0:
             raise ValueError(f"Evidence.time_scale must be > 0, got {self.time_scale!r}")
 
@@ -178,42 +196,42 @@ class Evidence:
         """How late an attempt may be, beyond its upper bound, in nominal seconds."""
         return LATE_SLACK_REAL_S / self.time_scale
 
-    def chat(self) -> list[dict[str, Any]]:
+    def chat(self) -> list[ChatEntry]:
         """Chat attempts in arrival order: every request the agent sent is evidence, those
         served by ``otherwise`` and those the script could not serve (a 500, failed) included."""
-        entries = [e for e in self.journal["entries"] if e.get("kind") == "chat"]
+        entries = [e for e in self.journal["entries"] if _is_chat(e)]
         return sorted(entries, key=lambda e: (e.get("t_arrival_ns", 0), e.get("seq", 0)))
 
     def bodies(self) -> list[dict[str, Any]]:
         """The parsed bodies of the chat attempts, in order."""
         return [e.get("body") or {} for e in self.chat()]
 
-    def tool_entries(self) -> list[dict[str, Any]]:
+    def tool_entries(self) -> list[ToolEntry]:
         """Hosted tool invocations in arrival order."""
-        return [e for e in self.journal["entries"] if e.get("kind") == "tool"]
+        return [e for e in self.journal["entries"] if _is_tool(e)]
 
     @staticmethod
-    def mode(entry: dict[str, Any]) -> bool:
+    def mode(entry: Entry) -> bool:
         """The request mode: True for streaming."""
         return bool((entry.get("body") or {}).get("stream", False))
 
     @staticmethod
-    def end_ns(entry: dict[str, Any]) -> int:
+    def end_ns(entry: Entry) -> int:
         """When the attempt's response ended (the latest time recorded for it)."""
-        resp = entry.get("response") or {}
-        for key in ("t_end_ns", "t_headers_ns"):
-            if resp.get(key) is not None:
-                return int(resp[key])
+        resp = response_of(entry)
+        for t in (resp.get("t_end_ns"), resp.get("t_headers_ns")):
+            if t is not None:
+                return int(t)
         return int(entry.get("t_arrival_ns", 0))
 
-    def gap(self, before: dict[str, Any], after: dict[str, Any]) -> float:
+    def gap(self, before: Entry, after: Entry) -> float:
         """Nominal seconds from the end of ``before``'s response to ``after``'s arrival."""
         return (int(after["t_arrival_ns"]) - self.end_ns(before)) / 1e9 / self.time_scale
 
-    def runs(self, stream: bool) -> list[list[dict[str, Any]]]:
+    def runs(self, stream: bool) -> list[list[ChatEntry]]:
         """Retry runs of one mode: consecutive attempts, each after a failure of the previous."""
-        runs: list[list[dict[str, Any]]] = []
-        current: list[dict[str, Any]] = []
+        runs: list[list[ChatEntry]] = []
+        current: list[ChatEntry] = []
         for e in (e for e in self.chat() if self.mode(e) == stream):
             if current and is_failed(current[-1]):
                 current.append(e)

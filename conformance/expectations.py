@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from conformance.catalogue import CATALOGUE
+from conformance.errors import ConformanceError
 from conformance.verdicts import VERDICTS
 
 # What got worse for a CI gate: a run that broke or hung is worse than a known failure. (A
@@ -50,7 +51,7 @@ __all__ = [
 _KEYS = ("criterion", "verdict", "reason", "agent")
 
 
-class ExpectationsError(ValueError):
+class ExpectationsError(ConformanceError, ValueError):
     """A bad expectations file; the message names the file and line."""
 
 
@@ -169,10 +170,10 @@ def load_expectations(path: str | os.PathLike[str]) -> Expectations:
                 f"{where}: each entry is a mapping with criterion, verdict and reason"
             )
         data: dict[str, Any] = yaml.safe_load(yaml.serialize(item))
-        for key in data:
-            if key not in _KEYS:
+        for name in data:
+            if name not in _KEYS:
                 raise ExpectationsError(
-                    f"{where}: unknown key {key!r}; allowed: {', '.join(_KEYS)}"
+                    f"{where}: unknown key {name!r}; allowed: {', '.join(_KEYS)}"
                 )
         cid, verdict = data.get("criterion"), data.get("verdict")
         if not isinstance(cid, str) or not cid:

@@ -40,7 +40,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.errors import ConformanceError
+
 __all__ = [
+    "GuardError",
     "GuardedProcess",
     "LoopbackGuard",
     "RefusingProxy",
@@ -54,6 +57,10 @@ TRAP_TCP_PORTS = (80, 443, 8080, 8443, 22, 9418, 53)
 _CLONE_NEWNET = 0x40000000
 _NO_PROXY = "127.0.0.1,localhost,::1"
 _HEAD_MAX = 16384  # a request head larger than this is logged as unreadable
+
+
+class GuardError(ConformanceError, RuntimeError):
+    """The loopback guard cannot confine an agent as asked (no network namespace)."""
 
 
 def proxy_env(proxy_url: str) -> dict[str, str]:
@@ -264,7 +271,7 @@ def _pump(a: socket.socket, b: socket.socket) -> None:
                     return
                 if not data:
                     sel.unregister(src)
-                    open_reads.discard(src)  # type: ignore[arg-type]
+                    open_reads.discard(src)
                     with contextlib.suppress(OSError):
                         dst.shutdown(socket.SHUT_WR)
                     continue
@@ -429,7 +436,7 @@ class LoopbackGuard:
                 return GuardedProcess(proc, True, self.netns_note, proxy_env(self.proxy.url))
             except (OSError, subprocess.CalledProcessError) as exc:
                 if self.use_netns:
-                    raise RuntimeError(f"guard: cannot make a network namespace: {exc}") from exc
+                    raise GuardError(f"guard: cannot make a network namespace: {exc}") from exc
                 self._acceptor.close()
                 self._acceptor = _Acceptor()
                 self.netns_note = f"no network namespace ({exc}); proxy variables only"

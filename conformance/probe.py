@@ -39,6 +39,7 @@ import yaml
 from httpx_sse import EventSource, SSEError
 
 from conformance import __version__
+from conformance.errors import ConformanceError
 
 __all__ = [
     "PROBES",
@@ -211,7 +212,7 @@ class Exchange:
             return None
 
 
-class ProbeError(Exception):
+class ProbeError(ConformanceError):
     """The probe could not run (bad usage, gateway unreachable, key refused): exit status 2."""
 
 
@@ -754,10 +755,10 @@ def observe(exchanges: list[Exchange]) -> list[dict[str, Any]]:
         )
     else:
         lost = [x for x in r429 if not ({"retry-after", "retry-after-ms"} & set(x.headers))]
-        desc = []
+        hinted = []
         for x in r429:
             hints = {k: v for k, v in x.headers.items() if "retry" in k or "ratelimit-reset" in k}
-            desc.append(
+            hinted.append(
                 f"{x.name}: "
                 + (
                     ", ".join(f"{k}: {v}" for k, v in sorted(hints.items()))
@@ -770,7 +771,7 @@ def observe(exchanges: list[Exchange]) -> list[dict[str, Any]]:
                 "Retry-After survives on a 429",
                 True,
                 "MISSING" if lost else "OK",
-                ("Retry-After missing on " if lost else "") + "; ".join(desc),
+                ("Retry-After missing on " if lost else "") + "; ".join(hinted),
                 [x.name for x in r429],
             )
         )

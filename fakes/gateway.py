@@ -11,16 +11,19 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trustme
 from aiohttp import web
 
 from fakes.errors import FakesError
+from fakes.journal import Journal
 from fakes.scenario import Scenario
 from fakes.server import GatewayApp
 
 __all__ = ["Gateway", "Session", "SyncGateway"]
+
+T = TypeVar("T")
 
 
 class Session:
@@ -33,13 +36,11 @@ class Session:
         self.base_url: str = urls["base_url"]
         self.tool_endpoint: str = urls["tool_endpoint"]
 
-    def journal(self) -> dict[str, Any]:
+    def journal(self) -> Journal:
         """Contracts §2 journal (a snapshot copy)."""
         return self._gw._call(lambda: self._gw.app.sessions[self.id].journal())
 
-    def wait_for(
-        self, pred: Callable[[dict[str, Any]], bool], timeout: float = 2.0
-    ) -> dict[str, Any]:
+    def wait_for(self, pred: Callable[[Journal], bool], timeout: float = 2.0) -> Journal:
         """Poll the journal until ``pred(journal)`` is true; raise FakesError on timeout."""
         end = time.monotonic() + timeout
         while True:
@@ -74,7 +75,7 @@ class Gateway:
         self.ca_file = str(path)
         return ctx
 
-    def _call(self, fn: Callable[[], Any]) -> Any:
+    def _call(self, fn: Callable[[], T]) -> T:
         return fn()
 
     async def start(self) -> None:
@@ -152,8 +153,8 @@ class SyncGateway:
     def ca_file(self) -> str | None:
         return self._inner.ca_file
 
-    def _call(self, fn: Callable[[], Any]) -> Any:
-        async def run() -> Any:
+    def _call(self, fn: Callable[[], T]) -> T:
+        async def run() -> T:
             return fn()
 
         return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout=10)

@@ -32,7 +32,8 @@ class _LeaveWatch(asyncio.Protocol):
         self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:
-        return self.inner.eof_received()
+        keep_open: bool | None = self.inner.eof_received()
+        return keep_open
 
     def pause_writing(self) -> None:
         self.inner.pause_writing()

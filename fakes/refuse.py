@@ -16,9 +16,10 @@ import contextlib
 import socket
 import ssl
 import time
-from typing import Any
 
 from aiohttp import web
+
+from fakes.journal import Refused
 
 __all__ = ["RefusingPort"]
 
@@ -73,7 +74,7 @@ class RefusingPort:
             self._site = None
         self._sock.close()
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> Refused:
         """The journal's ``refused`` record (contracts §2)."""
         return {
             "port": self.port,

@@ -158,7 +158,7 @@ def _check_rules(
     def fail(path: tuple[Any, ...], msg: str) -> ScenarioError:
         return ScenarioError(f"{_where(source, lines, path)}: {_fmt(path)}: {msg}")
 
-    located = [(st, ("script", st.index)) for st in steps]
+    located: list[tuple[Step, tuple[Any, ...]]] = [(st, ("script", st.index)) for st in steps]
     if otherwise is not None:
         located.append((otherwise, ("otherwise",)))
     for st, where in located:

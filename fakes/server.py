@@ -19,13 +19,23 @@ import ssl
 import struct
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, overload
 
 from aiohttp import web
 
 from fakes.dialects import anthropic_messages
 from fakes.errors import FakesError, ScenarioError
 from fakes.hold import hold_headers
+from fakes.journal import (
+    ChatEntry,
+    CountTokensEntry,
+    Entry,
+    Kind,
+    ModelsEntry,
+    ToolEntry,
+    UnknownEntry,
+)
+from fakes.journal import Response as ResponseRecord
 from fakes.plan import DIALECTS, Plan, harness_error_plan, make_plan
 from fakes.refuse import RefusingPort
 from fakes.scenario import Scenario, load_scenario
@@ -162,7 +172,29 @@ class GatewayApp:
         return web.json_response({"dropped": request.match_info["sid"]})
 
     # -- journaling -----------------------------------------------------------
-    def _entry(self, st: SessionState, request: web.Request, kind: str) -> dict[str, Any]:
+    @overload
+    def _entry(
+        self, st: SessionState, request: web.Request, kind: Literal["chat"]
+    ) -> ChatEntry: ...
+    @overload
+    def _entry(
+        self, st: SessionState, request: web.Request, kind: Literal["count_tokens"]
+    ) -> CountTokensEntry: ...
+    @overload
+    def _entry(
+        self, st: SessionState, request: web.Request, kind: Literal["models"]
+    ) -> ModelsEntry: ...
+    @overload
+    def _entry(
+        self, st: SessionState, request: web.Request, kind: Literal["unknown"]
+    ) -> UnknownEntry: ...
+    @overload
+    def _entry(
+        self, st: SessionState, request: web.Request, kind: Literal["tool"], **tool: Any
+    ) -> ToolEntry: ...
+    def _entry(self, st: SessionState, request: web.Request, kind: Kind, **tool: Any) -> Entry:
+        """A new entry of ``kind`` appended to the journal; ``tool`` holds a tool entry's own
+        fields, which come last."""
         e: dict[str, Any] = {
             "seq": len(st.entries),
             "kind": kind,
@@ -179,11 +211,15 @@ class GatewayApp:
             "harness_error": None,
             "dialect": None,  # wire dialect of a scripted request (contracts §2)
             "otherwise": False,  # served by `otherwise` (explicit or default), contracts §2
+            **tool,
         }
-        st.entries.append(e)
-        return e
+        # One literal for every kind keeps the field order of the JSON; which TypedDict of the
+        # union it is follows from ``kind`` (the overloads say so to callers).
+        entry = cast(Entry, e)
+        st.entries.append(entry)
+        return entry
 
-    async def _read_json(self, request: web.Request, e: dict[str, Any]) -> Any:
+    async def _read_json(self, request: web.Request, e: Entry) -> Any:
         """Parsed body, or a web.Response (4xx) already recorded in ``e``."""
         try:
             raw = await request.read()
@@ -292,9 +328,10 @@ class GatewayApp:
         st = self._session(request)
         if st is None:
             return _err(404, f"unknown session {request.match_info['sid']!r}")
-        e = self._entry(st, request, "tool")
         name = request.match_info["tool"]
-        e.update(tool=name, call_id=None, arguments=None, behaviour=None)
+        e = self._entry(
+            st, request, "tool", tool=name, call_id=None, arguments=None, behaviour=None
+        )
         body = await self._read_json(request, e)
         if isinstance(body, web.Response):
             return self._record_simple(e, body)
@@ -302,8 +339,9 @@ class GatewayApp:
             e["call_id"], e["arguments"] = body.get("call_id"), body.get("arguments")
         script = st.scenario.tool_host.get(name)
         if not script:
-            e["harness_error"] = f"tool {name!r} has no scripted behaviour"
-            return self._record_simple(e, _err(500, e["harness_error"], "harness_error"))
+            problem = f"tool {name!r} has no scripted behaviour"
+            e["harness_error"] = problem
+            return self._record_simple(e, _err(500, problem, "harness_error"))
         i = st.tool_cursor.get(name, 0)
         st.tool_cursor[name] = i + 1
         beh = script[min(i, len(script) - 1)]
@@ -339,7 +377,7 @@ class GatewayApp:
         return self._record_simple(e, web.json_response(payload, status=status))
 
     # -- carrying out -----------------------------------------------------------
-    def _record_simple(self, e: dict[str, Any], resp: web.Response) -> web.Response:
+    def _record_simple(self, e: Entry, resp: web.Response) -> web.Response:
         now = time.monotonic_ns()
         data = resp.body if isinstance(resp.body, bytes) else b""
         e["response"] = {
@@ -359,9 +397,9 @@ class GatewayApp:
         return resp
 
     async def _execute(
-        self, request: web.Request, plan: Plan, e: dict[str, Any], scale: float
+        self, request: web.Request, plan: Plan, e: ChatEntry, scale: float
     ) -> web.StreamResponse:
-        r: dict[str, Any] = {
+        r: ResponseRecord = {
             "status": plan.status,
             "headers": {},
             "stream": plan.stream,
@@ -379,7 +417,7 @@ class GatewayApp:
         transport = request.transport
         if plan.reset_before_headers:
             _rst(transport)
-            r.update(status=None, end="reset", t_end_ns=time.monotonic_ns())
+            r.update({"status": None, "end": "reset", "t_end_ns": time.monotonic_ns()})
             return web.Response(status=500)  # never reaches the wire
         if plan.header_delay:
             # No status is on the wire until the headers are: a client that gives up meanwhile
@@ -387,7 +425,7 @@ class GatewayApp:
             r["status"] = None
             left = await hold_headers(transport, plan.header_delay * scale)
             if left is not None:
-                r.update(end="client_gone", t_end_ns=left)
+                r.update({"end": "client_gone", "t_end_ns": left})
                 return web.Response(status=500)  # never reaches the wire
             r["status"] = plan.status
         headers = dict(plan.headers)

@@ -7,6 +7,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakes.journal import Entry, Journal
+from fakes.refuse import RefusingPort
 from fakes.scenario import Scenario, Step
 
 __all__ = ["SessionState", "select_step", "redact_headers", "REDACTED"]
@@ -61,8 +63,8 @@ class SessionState:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     used: list[int] = field(default_factory=list)
     tool_cursor: dict[str, int] = field(default_factory=dict)
-    entries: list[dict[str, Any]] = field(default_factory=list)
-    refused: Any = None  # a fakes.refuse.RefusingPort when the scenario refuses connections
+    entries: list[Entry] = field(default_factory=list)
+    refused: RefusingPort | None = None  # when the scenario refuses connections
 
     def __post_init__(self) -> None:
         self.used = [0] * len(self.scenario.script)
@@ -76,9 +78,9 @@ class SessionState:
         other = self.scenario.fallback_step
         return other, other is not None
 
-    def journal(self) -> dict[str, Any]:
+    def journal(self) -> Journal:
         """Contracts §2 journal (a deep copy; headers already redacted on entry)."""
-        out = {
+        out: Journal = {
             "session": self.id,
             "scenario": self.scenario.id,
             "time_scale": self.time_scale,

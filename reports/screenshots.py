@@ -14,6 +14,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from reports.errors import ScreenshotError
+
 __all__ = ["find_chromium", "main", "screenshot"]
 
 
@@ -23,7 +25,7 @@ def find_chromium() -> str | None:
 
 
 def screenshot(browser: str, page: Path, png: Path, *, timeout: float = 90.0) -> None:
-    """Render ``page`` headless at 1280x2000 into ``png``; raise RuntimeError on failure."""
+    """Render ``page`` headless at 1280x2000 into ``png``; raise ScreenshotError on failure."""
     with tempfile.TemporaryDirectory() as profile:
         proc = subprocess.run(
             [
@@ -43,7 +45,7 @@ def screenshot(browser: str, page: Path, png: Path, *, timeout: float = 90.0) ->
             check=False,
         )
     if proc.returncode != 0 or not png.is_file():
-        raise RuntimeError(f"chromium failed on {page}: {proc.stderr.strip()[-500:]}")
+        raise ScreenshotError(f"chromium failed on {page}: {proc.stderr.strip()[-500:]}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,6 +41,7 @@ from jsonschema import Draft202012Validator
 
 from conformance.adapters.base import RunOutcome, RunRequest, redact
 from conformance.adapters.command import kill_group
+from conformance.errors import ConformanceError
 from conformance.guard import LoopbackGuard
 
 __all__ = [
@@ -127,7 +128,7 @@ _SCHEMA: dict[str, Any] = {
 }
 
 
-class ProfileError(ValueError):
+class ProfileError(ConformanceError, ValueError):
     """A profile that cannot be used; the message starts with file:line."""
 
 

@@ -6,7 +6,8 @@ import json
 from collections.abc import Callable
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
-from conformance.evidence import Evidence
+from conformance.evidence import Evidence, response_of
+from fakes.journal import ToolEntry
 
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL"]
 
@@ -47,10 +48,10 @@ def check_err_02(ev: Evidence) -> Finding:
     return passed(expected, f"turn {reason}, {len(errors)} error(s) shown")
 
 
-def _blocked(entry: dict) -> str | None:
+def _blocked(entry: ToolEntry) -> str | None:
     """The hook's reason when a stop_hook reply is a block (``error.type == "blocked"``)."""
     try:
-        data = json.loads((entry.get("response") or {}).get("sent") or "null")
+        data = json.loads(response_of(entry).get("sent") or "null")
     except ValueError:
         return None
     err = data.get("error") if isinstance(data, dict) else None

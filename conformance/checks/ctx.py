@@ -14,7 +14,8 @@ from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
-from conformance.evidence import Evidence, is_failed
+from conformance.evidence import Evidence, is_failed, response_of
+from fakes.journal import ChatEntry
 
 __all__ = [
     "CHECKS",
@@ -42,32 +43,32 @@ def _text(messages: Any) -> str:
     return "\n".join(parts)
 
 
-def _sent(entry: dict[str, Any]) -> str:
-    return str((entry.get("response") or {}).get("sent") or "")
+def _sent(entry: ChatEntry) -> str:
+    return str(response_of(entry).get("sent") or "")
 
 
-def _messages(entry: dict[str, Any]) -> list[Any]:
+def _messages(entry: ChatEntry) -> list[Any]:
     msgs = (entry.get("body") or {}).get("messages")
     return msgs if isinstance(msgs, list) else []
 
 
-def is_compaction(entry: dict[str, Any]) -> bool:
+def is_compaction(entry: ChatEntry) -> bool:
     body = entry.get("body") or {}
     return not body.get("tools") and "summarize" in _text(body.get("messages")).lower()
 
 
-def is_prompt_too_long(entry: dict[str, Any]) -> bool:
+def is_prompt_too_long(entry: ChatEntry) -> bool:
     if not is_failed(entry):
         return False
     text = _sent(entry).lower()
     return "context_length_exceeded" in text or "prompt is too long" in text
 
 
-def is_media_error(entry: dict[str, Any]) -> bool:
+def is_media_error(entry: ChatEntry) -> bool:
     """413, or a 400 saying an image / PDF / media / file is too large."""
     if not is_failed(entry):
         return False
-    status = (entry.get("response") or {}).get("status")
+    status = response_of(entry).get("status")
     text = _sent(entry).lower()
     named = any(w in text for w in ("image", "pdf", "media", "file", "attachment"))
     big = any(w in text for w in ("too large", "too big", "exceeds", "size"))
@@ -105,7 +106,7 @@ def unpaired_calls(messages: list[Any]) -> list[str]:
     return missing
 
 
-def _main(ev: Evidence) -> list[dict[str, Any]]:
+def _main(ev: Evidence) -> list[ChatEntry]:
     return [e for e in ev.chat() if not is_compaction(e)]
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
-from conformance.evidence import Evidence
+from conformance.evidence import Evidence, response_of
 
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL", "DUMP_KEYS", "leaks"]
 
@@ -17,7 +17,7 @@ DUMP_KEYS = ("messages", "model", "config", "error")
 def check_dbg_01(ev: Evidence) -> Finding:
     """After an HTTP 400, a JSON dump with messages, model, config and error exists."""
     expected = f"after HTTP 400, a JSON file in debug_dir with keys {list(DUMP_KEYS)}"
-    if not any((e.get("response") or {}).get("status") == 400 for e in ev.chat()):
+    if not any(response_of(e).get("status") == 400 for e in ev.chat()):
         return not_applicable(expected, "no HTTP 400 in this run")
     if not ev.debug_files:
         return failed(expected, "debug_dir is empty")
@@ -88,7 +88,8 @@ def leaks(ev: Evidence) -> list[str]:
             found += [f"debug file {name}, {hit}" for hit in _in_lines(text, secret)]
         for e in ev.raw_journal.get("entries") or []:
             where = f"request seq {e.get('seq')} ({e.get('kind')})"
-            sent = {k: e[k] for k in _SENT_DATA if e.get(k) is not None}
+            fields: Mapping[str, Any] = e  # what the agent sent, whatever the entry's kind
+            sent = {k: fields[k] for k in _SENT_DATA if fields.get(k) is not None}
             found += [f"{where}, {hit}" for hit in _in_value(sent, secret)]
     return found
 

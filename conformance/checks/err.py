@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from conformance.checks.ctx import is_compaction, is_media_error, is_prompt_too_long
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.mfb import is_overload
 from conformance.checks.rty import background
-from conformance.evidence import Evidence, is_failed
+from conformance.evidence import Evidence, is_failed, response_of
+from fakes.journal import ChatEntry
 
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL", "TYPED_KINDS", "expected_kinds"]
 
@@ -43,9 +43,9 @@ TYPED_KINDS = frozenset(
 )
 
 
-def expected_kinds(entry: dict[str, Any]) -> frozenset[str]:
+def expected_kinds(entry: ChatEntry) -> frozenset[str]:
     """The typed kinds that fit the failure of one chat attempt."""
-    resp = entry.get("response") or {}
+    resp = response_of(entry)
     status = resp.get("status")
     if is_prompt_too_long(entry):
         return frozenset({"prompt_too_long"})
@@ -75,7 +75,7 @@ def expected_kinds(entry: dict[str, Any]) -> frozenset[str]:
 
 def _ended_in_api_error(
     ev: Evidence, *, completed_too: bool = False
-) -> tuple[dict[str, Any] | None, str]:
+) -> tuple[ChatEntry | None, str]:
     """The final failed attempt when the turn ended on an API error, else None and why.
 
     The turn's own requests count: a compaction, or a background title request (in a scenario
@@ -108,7 +108,7 @@ def check_err_01(ev: Evidence) -> Finding:
     if last is None:
         return not_applicable(expected, why)
     fits = expected_kinds(last)
-    status = (last.get("response") or {}).get("status")
+    status = response_of(last).get("status")
     errors = ev.errors()
     reason = (ev.turn_ends() or [{}])[-1].get("reason")
     if not errors:

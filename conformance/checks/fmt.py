@@ -19,9 +19,11 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
-from conformance.evidence import Evidence
+from conformance.evidence import Evidence, response_of
+from fakes.journal import ToolEntry
 
 __all__ = [
     "CHECKS",
@@ -60,16 +62,16 @@ def line_count(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
-def _text(m: dict) -> str:
+def _text(m: dict[str, Any]) -> str:
     c = m.get("content")
     if isinstance(c, list):
         return "".join(p.get("text", "") for p in c if isinstance(p, dict))
     return c or ""
 
 
-def _output_of(entry: dict) -> str | None:
+def _output_of(entry: ToolEntry) -> str | None:
     """The text output a hosted tool returned, or None for errors and unreadable replies."""
-    resp = entry.get("response") or {}
+    resp = response_of(entry)
     if resp.get("status") != 200:
         return None
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence
@@ -10,7 +11,7 @@ from conformance.evidence import Evidence
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL"]
 
 
-def _has_content(m: dict) -> bool:
+def _has_content(m: dict[str, Any]) -> bool:
     c = m.get("content")
     if isinstance(c, str):
         return c != ""

@@ -19,7 +19,8 @@ from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.reminder import is_loop_reminder
 from conformance.checks.seed_strings import CONTINUATION_TEXT
-from conformance.evidence import Evidence, is_failed
+from conformance.evidence import Evidence, is_failed, response_of
+from fakes.journal import ChatEntry, ToolEntry
 
 __all__ = [
     "CHECKS",
@@ -59,13 +60,13 @@ def call_key(name: str, arguments: Any) -> tuple[str, str]:
     return (name, _canon(arguments))
 
 
-def reply_of(entry: dict) -> Reply | None:
+def reply_of(entry: ChatEntry) -> Reply | None:
     """The model's reply in a successful chat response, or None when the attempt failed."""
     if is_failed(entry):
         return None
-    sent = (entry.get("response") or {}).get("sent") or ""
-    chunks: list[dict] = []
-    if (entry.get("response") or {}).get("stream"):
+    sent = response_of(entry).get("sent") or ""
+    chunks: list[dict[str, Any]] = []
+    if response_of(entry).get("stream"):
         for line in sent.splitlines():
             if not line.startswith("data:") or line[5:].strip() == "[DONE]":
                 continue
@@ -95,14 +96,14 @@ def reply_of(entry: dict) -> Reply | None:
     return r
 
 
-def _text(m: dict) -> str:
+def _text(m: dict[str, Any]) -> str:
     c = m.get("content")
     if isinstance(c, list):
         return "".join(p.get("text", "") for p in c if isinstance(p, dict))
     return c or ""
 
 
-def _offered(body: dict) -> list[str]:
+def _offered(body: dict[str, Any]) -> list[str]:
     names = []
     for t in body.get("tools") or []:
         fn = t.get("function") if isinstance(t, dict) else None
@@ -112,7 +113,7 @@ def _offered(body: dict) -> list[str]:
     return names
 
 
-def is_compaction(entry: dict) -> bool:
+def is_compaction(entry: ChatEntry) -> bool:
     """The compaction convention: no tools offered, and the messages say "summarize"."""
     body = entry.get("body") or {}
     if body.get("tools"):
@@ -121,17 +122,17 @@ def is_compaction(entry: dict) -> bool:
     return "summarize" in text.lower()
 
 
-def _main(ev: Evidence) -> list[dict]:
+def _main(ev: Evidence) -> list[ChatEntry]:
     """The conversation's own chat attempts (compaction requests left out)."""
     return [e for e in ev.chat() if not is_compaction(e)]
 
 
-def _after(entries: list[dict], e: dict) -> list[dict]:
+def _after(entries: list[ChatEntry], e: ChatEntry) -> list[ChatEntry]:
     end = Evidence.end_ns(e)
     return [x for x in entries if x.get("t_arrival_ns", 0) >= end and x is not e]
 
 
-def _tail_notes(body: dict) -> list[str]:
+def _tail_notes(body: dict[str, Any]) -> list[str]:
     """User/system texts after the last assistant message (what the agent added to the turn)."""
     msgs = body.get("messages") or []
     last = max((i for i, m in enumerate(msgs) if m.get("role") == "assistant"), default=None)
@@ -145,7 +146,7 @@ def _tail_notes(body: dict) -> list[str]:
 
 
 # --- LOP-02 -----------------------------------------------------------------------------------
-def _poison_trigger(ev: Evidence) -> dict | None:
+def _poison_trigger(ev: Evidence) -> ToolEntry | None:
     """The tool entry completing 3 failures with the same arguments within 5 calls (LOP-01)."""
     tools = ev.tool_entries()
     for i, cur in enumerate(tools):
@@ -161,7 +162,7 @@ def _poison_trigger(ev: Evidence) -> dict | None:
     return None
 
 
-def _is_reminder(body: dict, tool: str) -> bool:
+def _is_reminder(body: dict[str, Any], tool: str) -> bool:
     return any(is_loop_reminder(t, tool) for t in _tail_notes(body))
 
 
@@ -254,7 +255,7 @@ def check_lop_03(ev: Evidence) -> Finding:
 
 
 # --- LOP-05 -----------------------------------------------------------------------------------
-def _compaction_failed(e: dict) -> bool:
+def _compaction_failed(e: ChatEntry) -> bool:
     r = reply_of(e)
     return r is None or not r.text.strip()
 
@@ -303,7 +304,7 @@ def check_lop_05(ev: Evidence) -> Finding:
 
 
 # --- LOP-06 -----------------------------------------------------------------------------------
-def loop_trigger(ev: Evidence) -> tuple[dict, Reply, str] | None:
+def loop_trigger(ev: Evidence) -> tuple[ChatEntry, Reply, str] | None:
     """The response completing a loop shape: 3 identical texts, or calls A-B-A-B."""
     texts: list[str] = []
     calls: list[tuple[str, str]] = []

@@ -15,7 +15,8 @@ from typing import Any
 from conformance.checks.ctx import is_compaction
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
-from conformance.evidence import Evidence, is_failed
+from conformance.evidence import Evidence, is_failed, response_of
+from fakes.journal import ChatEntry
 
 __all__ = [
     "CHECKS",
@@ -40,20 +41,20 @@ PRIVATE_KEYS = frozenset(
 )
 
 
-def _sent(entry: dict[str, Any]) -> str:
-    return str((entry.get("response") or {}).get("sent") or "")
+def _sent(entry: ChatEntry) -> str:
+    return str(response_of(entry).get("sent") or "")
 
 
-def _status(entry: dict[str, Any]) -> int | None:
-    return (entry.get("response") or {}).get("status")
+def _status(entry: ChatEntry) -> int | None:
+    return response_of(entry).get("status")
 
 
-def is_overload(entry: dict[str, Any]) -> bool:
+def is_overload(entry: ChatEntry) -> bool:
     """A failed attempt that is a qualifying overload: 529 or an ``overloaded_error``."""
     return is_failed(entry) and (_status(entry) == 529 or "overloaded_error" in _sent(entry))
 
 
-def is_access_error(entry: dict[str, Any]) -> bool:
+def is_access_error(entry: ChatEntry) -> bool:
     """A failed attempt saying the model does not exist or may not be used (404 / access)."""
     if not is_failed(entry):
         return False
@@ -81,11 +82,11 @@ def _fallback(ev: Evidence) -> str | None:
     return str(fb) if fb else None
 
 
-def _model(entry: dict[str, Any]) -> str | None:
+def _model(entry: ChatEntry) -> str | None:
     return (entry.get("body") or {}).get("model")
 
 
-def _switch(ev: Evidence, fb: str) -> tuple[int | None, int, dict[str, Any] | None]:
+def _switch(ev: Evidence, fb: str) -> tuple[int | None, int, ChatEntry | None]:
     """(index of the first fallback attempt or None, overload streak before it, last failure)."""
     chat = ev.chat()
     streak = 0
@@ -101,7 +102,7 @@ def _switch(ev: Evidence, fb: str) -> tuple[int | None, int, dict[str, Any] | No
     return None, streak, last
 
 
-def _describe(entry: dict[str, Any] | None) -> str:
+def _describe(entry: ChatEntry | None) -> str:
     if entry is None:
         return "none"
     return f"seq {entry.get('seq')} status {_status(entry)}"
@@ -244,7 +245,7 @@ def check_mfb_04(ev: Evidence) -> Finding:
     )
 
 
-def _messages(entry: dict[str, Any]) -> list[Any]:
+def _messages(entry: ChatEntry) -> list[Any]:
     msgs = (entry.get("body") or {}).get("messages")
     return msgs if isinstance(msgs, list) else []
 

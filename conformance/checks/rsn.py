@@ -8,16 +8,18 @@ message the agent sent back for it is the first assistant message among the adde
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
-from conformance.checks.str_ import wire_reply
-from conformance.evidence import Evidence, is_failed
+from conformance.checks.str_ import WireReply, wire_reply
+from conformance.evidence import Evidence, is_failed, response_of
+from fakes.journal import ChatEntry
 
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL", "message_text"]
 
 
-def message_text(m: dict) -> str:
+def message_text(m: dict[str, Any]) -> str:
     """The text of a message's content (a string or a list of text parts)."""
     c = m.get("content")
     if isinstance(c, str):
@@ -27,11 +29,13 @@ def message_text(m: dict) -> str:
     return ""
 
 
-def _truncations(ev: Evidence):
+def _truncations(
+    ev: Evidence,
+) -> Iterator[tuple[ChatEntry, WireReply, dict[str, Any] | None, str]]:
     """(truncated entry, what it carried, the assistant message sent back or None, why)."""
     chat = ev.chat()
     for i, e in enumerate(chat):
-        if (e.get("response") or {}).get("status") != 200 or is_failed(e):
+        if response_of(e).get("status") != 200 or is_failed(e):
             continue
         reply = wire_reply(e)
         if reply.finish_reason != "length":
@@ -42,7 +46,7 @@ def _truncations(ev: Evidence):
                 x
                 for x in chat[i + 1 :]
                 if len((x.get("body") or {}).get("messages") or []) > len(before)
-                and (x.get("body") or {}).get("messages")[: len(before)] == before
+                and ((x.get("body") or {}).get("messages") or [])[: len(before)] == before
             ),
             None,
         )
@@ -118,7 +122,7 @@ def check_rsn_02(ev: Evidence) -> Finding:
     return passed(expected, f"{judged} truncated reply(ies) sent back with reasoning_content")
 
 
-def _empty_assistant(m: dict) -> bool:
+def _empty_assistant(m: dict[str, Any]) -> bool:
     return (
         m.get("role") == "assistant"
         and not message_text(m).strip()
@@ -143,8 +147,8 @@ def check_rsn_03(ev: Evidence) -> Finding:
     n = sum(
         1
         for e in ev.chat()
-        if (e.get("response") or {}).get("status") == 200
-        and (e.get("response") or {}).get("end") == "complete"
+        if response_of(e).get("status") == 200
+        and response_of(e).get("end") == "complete"
         and wire_reply(e).empty
     )
     if n:

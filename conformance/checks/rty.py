@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
@@ -13,7 +14,9 @@ from conformance.evidence import (
     asked_wait,
     is_failed,
     nominal_backoff,
+    response_of,
 )
+from fakes.journal import ChatEntry
 
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL", "JITTER_LOW", "JITTER_HIGH", "MAX_RETRIES"]
 
@@ -24,8 +27,8 @@ NON_RETRYABLE = frozenset({400, 401, 403, 404, 422})
 SERVER_ERRORS = frozenset({500, 502, 503, 504, 529})
 
 
-def _status(entry: dict) -> int | None:
-    return (entry.get("response") or {}).get("status")
+def _status(entry: ChatEntry) -> int | None:
+    return response_of(entry).get("status")
 
 
 def _fmt(x: float) -> str:
@@ -329,7 +332,7 @@ def check_rty_08(ev: Evidence) -> Finding:
     return not_applicable(expected, f"timing too coarse to tell jitter from noise: {ratios}")
 
 
-def _diff_keys(a: dict, b: dict) -> list[str]:
+def _diff_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
@@ -366,12 +369,12 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 
 
 # --- RTY-09, -10, -11, -14, -15 ---------------------------------------------------------------
-def _messages(entry: dict) -> list:
+def _messages(entry: ChatEntry) -> list[Any]:
     return (entry.get("body") or {}).get("messages") or []
 
 
-def _all_text(entry: dict) -> str:
-    out = []
+def _all_text(entry: ChatEntry) -> str:
+    out: list[str] = []
     for m in _messages(entry):
         c = m.get("content") if isinstance(m, dict) else None
         if isinstance(c, list):
@@ -381,18 +384,18 @@ def _all_text(entry: dict) -> str:
     return "\n".join(out)
 
 
-def _sent(entry: dict) -> str:
-    return (entry.get("response") or {}).get("sent") or ""
+def _sent(entry: ChatEntry) -> str:
+    return response_of(entry).get("sent") or ""
 
 
-def _hdr(entry: dict, name: str) -> str | None:
-    for k, v in ((entry.get("response") or {}).get("headers") or {}).items():
+def _hdr(entry: ChatEntry, name: str) -> str | None:
+    for k, v in (response_of(entry).get("headers") or {}).items():
         if k.lower() == name:
             return str(v)
     return None
 
 
-def background(entry: dict) -> bool:
+def background(entry: ChatEntry) -> bool:
     """An auxiliary title request, as the contract shapes it: non-streaming, no tools, and
     messages that mention a title."""
     body = entry.get("body") or {}
@@ -427,7 +430,7 @@ def check_rty_09(ev: Evidence) -> Finding:
     return passed(expected, "; ".join(judged))
 
 
-def expired_401(entry: dict) -> bool:
+def expired_401(entry: ChatEntry) -> bool:
     """A 401 whose error says the credentials expired (not merely invalid)."""
     return _status(entry) == 401 and "expired" in _sent(entry).lower()
 
@@ -466,7 +469,7 @@ _OAI_INPUT = re.compile(r"(\d+) in the messages", re.I)
 _ANT_SUM = re.compile(r"(\d+)\s*\+\s*(\d+)\s*>\s*(\d+)")
 
 
-def overflow(entry: dict) -> tuple[int, int] | None:
+def overflow(entry: ChatEntry) -> tuple[int, int] | None:
     """(window, input tokens) from a 400 saying input plus maximum output exceed the window,
     in OpenAI's wording or in Anthropic's ("input length and max_tokens exceed context limit:
     a + b > c"); None when the input alone does not fit or the reply says neither."""
@@ -483,7 +486,7 @@ def overflow(entry: dict) -> tuple[int, int] | None:
     return (window, used) if used < window else None
 
 
-def _out_limit(entry: dict) -> int | None:
+def _out_limit(entry: ChatEntry) -> int | None:
     body = entry.get("body") or {}
     v = body.get("max_tokens", body.get("max_completion_tokens"))
     return v if isinstance(v, int) else None

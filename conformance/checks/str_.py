@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
+from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
-from conformance.evidence import RETRYABLE_STATUSES, Evidence, is_failed
+from conformance.evidence import RETRYABLE_STATUSES, Evidence, is_failed, response_of
+from fakes.journal import ChatEntry
 
 __all__ = [
     "CHECKS",
@@ -29,8 +31,8 @@ MID_STREAM_FAULTS = frozenset(
 )
 
 
-def broke_after_headers(entry: dict, faults: frozenset[str] = MID_STREAM_FAULTS) -> bool:
-    resp = entry.get("response") or {}
+def broke_after_headers(entry: ChatEntry, faults: frozenset[str] = MID_STREAM_FAULTS) -> bool:
+    resp = response_of(entry)
     return (
         Evidence.mode(entry)
         and resp.get("status") == 200
@@ -39,7 +41,7 @@ def broke_after_headers(entry: dict, faults: frozenset[str] = MID_STREAM_FAULTS)
     )
 
 
-def _same_request(a: dict, b: dict) -> list[str]:
+def _same_request(a: ChatEntry, b: ChatEntry) -> list[str]:
     """Keys in which two bodies differ, ignoring the stream flag and stream options."""
     ignore = {"stream", "stream_options"}
     ba, bb = a.get("body") or {}, b.get("body") or {}
@@ -168,7 +170,7 @@ def check_str_05(ev: Evidence) -> Finding:
     chat = ev.chat()
     first_plain = next((i for i, e in enumerate(chat) if not Evidence.mode(e)), None)
     streamed = chat[: first_plain if first_plain is not None else len(chat)]
-    early = [e for e in streamed if is_failed(e) and (e.get("response") or {}).get("status") != 200]
+    early = [e for e in streamed if is_failed(e) and response_of(e).get("status") != 200]
     if not early:
         return not_applicable(expected, "no streaming failure before headers in this run")
     if not all(is_failed(e) for e in streamed):
@@ -176,7 +178,7 @@ def check_str_05(ev: Evidence) -> Finding:
     if len(streamed) > 11 or (first_plain is not None and len(streamed) < 11):
         return failed(expected, f"{len(streamed)} streaming attempts before the fallback")
     if first_plain is None:
-        status = (streamed[-1].get("response") or {}).get("status")
+        status = response_of(streamed[-1]).get("status")
         if status is not None and status not in RETRYABLE_STATUSES:
             return not_applicable(expected, f"the stream ended on status {status}: not retryable")
         if not turn_over(ev):
@@ -204,16 +206,16 @@ class WireReply:
     def __init__(self) -> None:
         self.text = ""
         self.reasoning = ""
-        self.tool_calls: list[dict] = []
+        self.tool_calls: list[dict[str, Any]] = []
         self.finish_reason: str | None = None
-        self.usage: dict | None = None
+        self.usage: dict[str, Any] | None = None
 
     @property
     def empty(self) -> bool:
         return not (self.text or self.reasoning or self.tool_calls)
 
 
-def _absorb(r: WireReply, data: object, calls: dict[int, dict]) -> None:
+def _absorb(r: WireReply, data: object, calls: dict[int, dict[str, Any]]) -> None:
     if not isinstance(data, dict):
         return
     if isinstance(data.get("usage"), dict):
@@ -235,11 +237,12 @@ def _absorb(r: WireReply, data: object, calls: dict[int, dict]) -> None:
             r.finish_reason = ch["finish_reason"]
 
 
-def wire_reply(entry: dict) -> WireReply:
+def wire_reply(entry: ChatEntry) -> WireReply:
     """Parse the bytes the gateway wrote for a chat attempt (SSE or JSON, possibly cut)."""
-    resp = entry.get("response") or {}
+    resp = response_of(entry)
     sent = resp.get("sent") or ""
-    r, calls = WireReply(), {}
+    r = WireReply()
+    calls: dict[int, dict[str, Any]] = {}
     if resp.get("stream"):
         for block in sent.replace("\r\n", "\n").split("\n\n"):
             data = "\n".join(
@@ -258,21 +261,22 @@ def wire_reply(entry: dict) -> WireReply:
     return r
 
 
-def _call_ids(entry: dict) -> set[str]:
+def _call_ids(entry: ChatEntry) -> set[str]:
     """The tool-call ids a response carried, whatever their form (``call_``, ``toolu_``, ...):
     read from the parsed reply, as an agent would, not matched by a pattern."""
     return {c["id"] for c in wire_reply(entry).tool_calls if c["id"]}
 
 
-def same_request(a: dict, b: dict) -> bool:
+def same_request(a: ChatEntry, b: ChatEntry) -> bool:
     """Two attempts carry the same request (the stream flag aside)."""
     return not _same_request(a, b)
 
 
-def _step_fault(ev: Evidence, entry: dict, name: str) -> dict:
+def _step_fault(ev: Evidence, entry: ChatEntry, name: str) -> dict[str, Any]:
     """The parameters of fault ``name`` applied to ``entry`` (journal first, then the script)."""
-    if entry.get("fault") == name and isinstance(entry.get("fault_params"), dict):
-        return entry["fault_params"]
+    params = entry.get("fault_params")
+    if entry.get("fault") == name and isinstance(params, dict):
+        return params
     step = entry.get("step")
     script = ev.scenario.get("script") or []
     if not isinstance(step, int) or not 0 <= step < len(script):
@@ -281,7 +285,7 @@ def _step_fault(ev: Evidence, entry: dict, name: str) -> dict:
     return params if isinstance(params, dict) else {}
 
 
-def _events_between(ev: Evidence, start_ns: int, end_ns: int | None) -> list[dict]:
+def _events_between(ev: Evidence, start_ns: int, end_ns: int | None) -> list[dict[str, Any]]:
     return [
         x
         for x in ev.events
@@ -291,7 +295,7 @@ def _events_between(ev: Evidence, start_ns: int, end_ns: int | None) -> list[dic
     ]
 
 
-def _window_end(nxt: dict | None) -> int | None:
+def _window_end(nxt: ChatEntry | None) -> int | None:
     """Until when an agent's events may still belong to the attempt before ``nxt``.
 
     Events are stamped when the harness reads them, which for an outside command can be after
@@ -304,7 +308,7 @@ def _window_end(nxt: dict | None) -> int | None:
     return Evidence.end_ns(nxt) if not Evidence.mode(nxt) else int(nxt["t_arrival_ns"])
 
 
-def _is_reply_of(message: dict, nxt: dict | None) -> bool:
+def _is_reply_of(message: dict[str, Any], nxt: ChatEntry | None) -> bool:
     """Whether a message shows the non-streaming next attempt's own reply, not the partial."""
     if nxt is None or Evidence.mode(nxt) or message.get("t_ns", 0) < nxt["t_arrival_ns"]:
         return False
@@ -316,7 +320,7 @@ def _is_reply_of(message: dict, nxt: dict | None) -> bool:
 
 
 def _turn_end_ns(ev: Evidence) -> int | None:
-    ends = [x.get("t_ns") for x in ev.turn_ends() if x.get("t_ns") is not None]
+    ends: list[int] = [x["t_ns"] for x in ev.turn_ends() if x.get("t_ns") is not None]
     return min(ends) if ends else None
 
 
@@ -358,7 +362,8 @@ def check_str_02(ev: Evidence) -> Finding:
                 return failed(
                     expected, f"message {mid!r} shown from broken seq {e.get('seq')} never removed"
                 )
-            if end is not None and removed[mid] is not None and removed[mid] > end:
+            when = removed[mid]
+            if end is not None and when is not None and when > end:
                 return failed(expected, f"message {mid!r} removed only after the turn ended")
     if not broke:
         return not_applicable(expected, "no stream broke after headers in this run")
@@ -382,14 +387,12 @@ def check_str_04(ev: Evidence) -> Finding:
     hit = [
         (i, e)
         for i, e in enumerate(chat)
-        if e.get("step") == step
-        and Evidence.mode(e)
-        and (e.get("response") or {}).get("status") == 200
+        if e.get("step") == step and Evidence.mode(e) and response_of(e).get("status") == 200
     ]
     if not hit:
         return not_applicable(expected, f"no streaming response served by step {step}")
     i, e = hit[0]
-    resp = e.get("response") or {}
+    resp = response_of(e)
     # The journal may be read before the gateway notices the client left: judge by bytes.
     if (resp.get("sent_bytes") or 0) >= (resp.get("full_bytes") or 0):
         return not_applicable(expected, f"seq {e.get('seq')} was sent whole before the abort")
@@ -518,13 +521,14 @@ def check_str_10(ev: Evidence) -> Finding:
     chat = ev.chat()
     judged = 0
     for i, e in enumerate(chat):
-        resp = e.get("response") or {}
+        resp = response_of(e)
         if e.get("fault") != "stall" or not Evidence.mode(e) or resp.get("status") != 200:
             continue
         secs = _step_fault(ev, e, "stall").get("seconds")
-        if not isinstance(secs, (int, float)) or resp.get("t_headers_ns") is None:
+        headers_ns = resp.get("t_headers_ns")
+        if not isinstance(secs, (int, float)) or headers_ns is None:
             continue
-        resumes = int(resp["t_headers_ns"]) + int(float(secs) * ev.time_scale * 1e9)
+        resumes = int(headers_ns) + int(float(secs) * ev.time_scale * 1e9)
         again = next((x for x in chat[i + 1 :] if same_request(e, x)), None)
         whole = (resp.get("sent_bytes") or 0) >= (resp.get("full_bytes") or 0)
         if again is None and not turn_over(ev):
@@ -539,7 +543,7 @@ def check_str_10(ev: Evidence) -> Finding:
                 f"seq {again.get('seq')} came only after the {secs} s silence ended: the "
                 "agent waited it out",
             )
-        waited = (int(again["t_arrival_ns"]) - int(resp["t_headers_ns"])) / 1e9 / ev.time_scale
+        waited = (int(again["t_arrival_ns"]) - int(headers_ns)) / 1e9 / ev.time_scale
     if not judged:
         return not_applicable(expected, "no stream went silent in this run")
     return passed(expected, f"{judged} silent stream(s) abandoned; recovered after {waited:.1f} s")
@@ -548,7 +552,7 @@ def check_str_10(ev: Evidence) -> Finding:
 # --- STR-11: only the successful request's usage counts ------------------------------------
 
 
-def _usage_total(entries: list[dict]) -> dict[str, int]:
+def _usage_total(entries: list[ChatEntry]) -> dict[str, int]:
     out = {"prompt_tokens": 0, "completion_tokens": 0}
     for e in entries:
         u = wire_reply(e).usage or {}
@@ -569,7 +573,7 @@ def check_str_11(ev: Evidence) -> Finding:
     if not reports:
         return not_applicable(expected, "the agent reported no usage")
 
-    def of(x: dict) -> dict[str, int]:
+    def of(x: dict[str, Any]) -> dict[str, int]:
         return {k: int(x.get(k) or 0) for k in want}
 
     # Every usage event records usage; a turn's recorded usage is their sum.
@@ -624,7 +628,7 @@ def check_str_13(ev: Evidence) -> Finding:
     chat = ev.chat()
     judged = 0
     for i, e in enumerate(chat):
-        resp = e.get("response") or {}
+        resp = response_of(e)
         if not Evidence.mode(e) or resp.get("status") != 200:
             continue
         if "data: [DONE]" in str(resp.get("sent") or "") or not wire_reply(e).finish_reason:
@@ -653,7 +657,7 @@ def check_str_16(ev: Evidence) -> Finding:
         f"{MAX_EMPTY} times for one request, and never accepted as the answer"
     )
     chat = ev.chat()
-    groups: list[list[dict]] = []
+    groups: list[list[ChatEntry]] = []
     for e in chat:
         if groups and same_request(groups[-1][0], e):
             groups[-1].append(e)

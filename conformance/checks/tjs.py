@@ -22,7 +22,8 @@ from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import TRUNCATION_HINT
 from conformance.checks.trn import length_finished
-from conformance.evidence import Evidence
+from conformance.evidence import Evidence, response_of
+from fakes.journal import ChatEntry, ToolEntry
 
 __all__ = [
     "CHECKS",
@@ -41,16 +42,16 @@ __all__ = [
 OK_BEHAVIOURS = frozenset({"output", "large_output"})
 
 
-def message_text(m: dict) -> str:
+def message_text(m: dict[str, Any]) -> str:
     c = m.get("content")
     if isinstance(c, list):
         return "".join(p.get("text", "") for p in c if isinstance(p, dict))
     return c if isinstance(c, str) else ""
 
 
-def sent_tool_calls(entry: dict) -> list[dict[str, str]]:
+def sent_tool_calls(entry: ChatEntry) -> list[dict[str, str]]:
     """Tool calls the gateway sent in a chat response: ``{id, name, arguments}`` (raw text)."""
-    resp = entry.get("response") or {}
+    resp = response_of(entry)
     sent = resp.get("sent") or ""
     calls: dict[int, dict[str, str]] = {}
     if resp.get("stream"):
@@ -91,10 +92,10 @@ def sent_tool_calls(entry: dict) -> list[dict[str, str]]:
     return out
 
 
-def host_output(tool_entry: dict) -> tuple[str | None, dict | None]:
+def host_output(tool_entry: ToolEntry) -> tuple[str | None, dict[str, Any] | None]:
     """What the tool host answered: (output text, error object), from the bytes it sent."""
     try:
-        data = json.loads((tool_entry.get("response") or {}).get("sent") or "")
+        data = json.loads(response_of(tool_entry).get("sent") or "")
     except ValueError:
         return None, None
     if not isinstance(data, dict):
@@ -108,12 +109,12 @@ def host_output(tool_entry: dict) -> tuple[str | None, dict | None]:
 class Call:
     """One tool call sent by the gateway, followed on the wire."""
 
-    entry: dict  # the chat attempt whose response carried the call
+    entry: ChatEntry  # the chat attempt whose response carried the call
     id: str
     name: str
     arguments: str
     truncated: bool  # the response finished with finish_reason length
-    executions: list[dict] = field(default_factory=list)  # hosted tool invocations
+    executions: list[ToolEntry] = field(default_factory=list)  # hosted tool invocations
     result: str | None = None  # the tool result the agent sent back
     result_seq: Any = None
 
@@ -186,7 +187,7 @@ def _close(prefix: str, stack: list[str]) -> str:
     return prefix + "".join("}" if s == "{" else "]" for s in reversed(stack))
 
 
-def _dict_or_none(text: str) -> dict | None:
+def _dict_or_none(text: str) -> dict[str, Any] | None:
     try:
         v = json.loads(text)
     except ValueError:
@@ -194,7 +195,7 @@ def _dict_or_none(text: str) -> dict | None:
     return v if isinstance(v, dict) else None
 
 
-def classify_truncated(text: str) -> tuple[str, dict | None]:
+def classify_truncated(text: str) -> tuple[str, dict[str, Any] | None]:
     """Class of cut-short argument text and, when recoverable, the object it closes to.
 
     whole | recoverable | array | unrecoverable (seed 000, 恢复截断的工具参数: close unclosed
@@ -369,7 +370,7 @@ def _decodes_to(value: Any, want: str) -> Any:
     return None
 
 
-def repaired_arguments(call_args: str, schema: dict | None) -> dict | None:
+def repaired_arguments(call_args: str, schema: dict[str, Any] | None) -> dict[str, Any] | None:
     """The object an object-sent-as-string repair yields, or None when nothing needs it.
 
     Whole arguments that are a JSON string holding an object, or top-level properties whose
@@ -380,7 +381,8 @@ def repaired_arguments(call_args: str, schema: dict | None) -> dict | None:
     except ValueError:
         return None
     if isinstance(value, str):
-        return _decodes_to(value, "object")
+        whole: dict[str, Any] | None = _decodes_to(value, "object")
+        return whole
     if not isinstance(value, dict):
         return None
     props = (schema or {}).get("properties") or {}
@@ -393,7 +395,7 @@ def repaired_arguments(call_args: str, schema: dict | None) -> dict | None:
     return fixed if changed else None
 
 
-def tool_schemas(ev: Evidence) -> dict[str, dict]:
+def tool_schemas(ev: Evidence) -> dict[str, dict[str, Any]]:
     return {
         t["name"]: t.get("parameters") or {}
         for t in ev.scenario.get("tools") or []

@@ -26,19 +26,20 @@ from conformance.checks.tjs import (
     tool_schemas,
 )
 from conformance.checks.trn import length_finished
-from conformance.evidence import Evidence, is_failed
+from conformance.evidence import Evidence, is_failed, response_of
+from fakes.journal import ChatEntry, Entry
 
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL"]
 
 
-def _text(m: dict) -> str:
+def _text(m: dict[str, Any]) -> str:
     c = m.get("content")
     if isinstance(c, list):
         return "".join(p.get("text", "") for p in c if isinstance(p, dict))
     return c or ""
 
 
-def _tool_results(body: dict) -> dict[str, str]:
+def _tool_results(body: dict[str, Any]) -> dict[str, str]:
     return {
         m.get("tool_call_id"): _text(m)
         for m in body.get("messages") or []
@@ -46,7 +47,7 @@ def _tool_results(body: dict) -> dict[str, str]:
     }
 
 
-def _calls(body: dict) -> list[dict]:
+def _calls(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         tc
         for m in body.get("messages") or []
@@ -69,7 +70,7 @@ def check_tol_01(ev: Evidence) -> Finding:
             if name in names or tc.get("id") not in results:
                 continue
             judged += 1
-            out = results[tc.get("id")]
+            out = results[tc["id"]]
             close = difflib.get_close_matches(name or "", names, n=1, cutoff=0.0)
             missing = [n for n in names if n not in out]
             if (name or "") not in out:
@@ -144,7 +145,9 @@ def _type_req(t: Any) -> tuple[str, ...]:
     return tuple(w for x in types for w in _TYPE_WORDS.get(str(x), (str(x),)))
 
 
-def _violations(args: dict, schema: dict) -> list[tuple[str | None, list[tuple[str, ...]]]]:
+def _violations(
+    args: dict[str, Any], schema: dict[str, Any]
+) -> list[tuple[str | None, list[tuple[str, ...]]]]:
     """(field, requirements) per schema violation; each requirement is a set of alternatives."""
     cls = jsonschema.validators.validator_for(schema)
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
@@ -153,7 +156,8 @@ def _violations(args: dict, schema: dict) -> list[tuple[str | None, list[tuple[s
     for err in validator.iter_errors(args):
         path = [str(p) for p in err.absolute_path]
         fld = path[-1] if path else None
-        v, val = err.validator, err.validator_value
+        v = err.validator
+        val: Any = err.validator_value  # the stubs allow an unset sentinel; a failed rule has one
         if v == "type":
             if isinstance(err.instance, str) and val in ("object", "array"):
                 try:  # an object sent as a string is TJS-06's repair, not a violation
@@ -177,7 +181,9 @@ def _violations(args: dict, schema: dict) -> list[tuple[str | None, list[tuple[s
                 if k not in props:
                     out.append((k, []))
         else:
-            req = [(json.dumps(val).strip('"'),)] if isinstance(val, str | int | float) else []
+            req: list[tuple[str, ...]] = (
+                [(json.dumps(val).strip('"'),)] if isinstance(val, str | int | float) else []
+            )
             out.append((fld, req))
     return out
 
@@ -272,16 +278,16 @@ def _states_limit(text: str, limit: float) -> bool:
     return re.search(pat, text.lower()) is not None
 
 
-def _chat_by_seq(ev: Evidence) -> dict[Any, dict]:
+def _chat_by_seq(ev: Evidence) -> dict[Any, ChatEntry]:
     return {e.get("seq"): e for e in ev.chat()}
 
 
-def _ns(e: dict) -> int:
+def _ns(e: Entry) -> int:
     return int(e.get("t_arrival_ns", 0))
 
 
-def _end_ns(e: dict) -> int:
-    return int((e.get("response") or {}).get("t_end_ns") or _ns(e))
+def _end_ns(e: Entry) -> int:
+    return int(response_of(e).get("t_end_ns") or _ns(e))
 
 
 def check_tol_04(ev: Evidence) -> Finding:
@@ -479,9 +485,10 @@ _STATUS_WORDS = {
 }
 
 
-def _item_label(item: dict, items: list[dict]) -> str | None:
+def _item_label(item: dict[str, Any], items: list[dict[str, Any]]) -> str | None:
     """A string argument value of ``item`` that no other item has (e.g. its path)."""
-    args = item.get("arguments") if isinstance(item.get("arguments"), dict) else {}
+    own = item.get("arguments")
+    args = own if isinstance(own, dict) else {}
     others = [
         v
         for o in items

@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.lop import loop_trigger
 from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import CONTINUATION_TEXT
-from conformance.evidence import Evidence, is_failed
+from conformance.evidence import Evidence, is_failed, response_of
+from fakes.journal import ChatEntry, Entry
 
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL", "length_finished"]
 
 
-def length_finished(entry: dict) -> bool:
+def length_finished(entry: ChatEntry) -> bool:
     """Whether the gateway finished this response with finish_reason length."""
-    resp = entry.get("response") or {}
+    resp = response_of(entry)
     sent = resp.get("sent") or ""
     return entry.get("fault") == "length" or '"finish_reason": "length"' in sent.replace(
         '"finish_reason":"length"', '"finish_reason": "length"'
     )
 
 
-def _text(m: dict) -> str:
+def _text(m: dict[str, Any]) -> str:
     c = m.get("content")
     if isinstance(c, list):
         return "".join(p.get("text", "") for p in c if isinstance(p, dict))
@@ -36,7 +38,7 @@ def check_trn_01(ev: Evidence) -> Finding:
     chat = ev.chat()
     judged = 0
     for i, e in enumerate(chat):
-        if not length_finished(e) or e.get("response", {}).get("status") != 200:
+        if not length_finished(e) or response_of(e).get("status") != 200:
             continue
         # A raised output limit (TRN-07) may resend the same messages first; find a continuation.
         later = chat[i + 1 :]
@@ -94,7 +96,7 @@ CHECKS: dict[str, Callable[[Evidence], Finding]] = {
 MAX_RECOVERIES = 3  # seed 000, 连续截断恢复上限
 
 
-def _trailing_continuations(body: dict, prompt: str | None = None) -> int:
+def _trailing_continuations(body: dict[str, Any], prompt: str | None = None) -> int:
     """Continuation messages since the last progress: a tool result, or the user's prompt.
 
     A scenario is one user turn, so other user-role messages after the prompt are the agent's own
@@ -175,12 +177,12 @@ def check_trn_04(ev: Evidence) -> Finding:
     )
 
 
-def _empty(entry: dict) -> bool:
+def _empty(entry: ChatEntry) -> bool:
     got = produced(entry)
     return not (got["content"] or got["reasoning"] or got["tool_calls"])
 
 
-def _loop_stopped(ev: Evidence, entry: dict) -> bool:
+def _loop_stopped(ev: Evidence, entry: ChatEntry) -> bool:
     """Whether a repetition loop (LOP-06) had shown by ``entry``: stopping there is allowed."""
     loop = loop_trigger(ev)
     return loop is not None and loop[0].get("t_arrival_ns", 0) <= entry.get("t_arrival_ns", 0)
@@ -192,17 +194,17 @@ CHECKS["TRN-04"] = check_trn_04
 # --- wire readers shared by TRN-03 and later checks ------------------------------------------
 
 
-def produced(entry: dict) -> dict:
+def produced(entry: ChatEntry) -> dict[str, Any]:
     """What one response delivered, read back from the bytes the gateway sent.
 
     Returns ``content``, ``reasoning``, ``tool_calls`` (list of ``{id, name, arguments}``) and
     ``finish_reason``; a stream and a JSON body are both understood.
     """
-    sent = (entry.get("response") or {}).get("sent") or ""
-    out: dict = {"content": "", "reasoning": "", "tool_calls": [], "finish_reason": None}
-    calls: dict[int, dict] = {}
+    sent = response_of(entry).get("sent") or ""
+    out: dict[str, Any] = {"content": "", "reasoning": "", "tool_calls": [], "finish_reason": None}
+    calls: dict[int, dict[str, Any]] = {}
 
-    def take(choice: dict, part: dict) -> None:
+    def take(choice: dict[str, Any], part: dict[str, Any]) -> None:
         out["content"] += part.get("content") or ""
         out["reasoning"] += part.get("reasoning_content") or ""
         for j, tc in enumerate(part.get("tool_calls") or []):
@@ -235,30 +237,30 @@ def produced(entry: dict) -> dict:
     return out
 
 
-def _msgs(entry: dict) -> list[dict]:
+def _msgs(entry: Entry) -> list[dict[str, Any]]:
     return (entry.get("body") or {}).get("messages") or []
 
 
-def _ok(entry: dict) -> bool:
-    return (entry.get("response") or {}).get("status") == 200 and not is_failed(entry)
+def _ok(entry: ChatEntry) -> bool:
+    return response_of(entry).get("status") == 200 and not is_failed(entry)
 
 
-def _limit(entry: dict) -> int | None:
+def _limit(entry: ChatEntry) -> int | None:
     body = entry.get("body") or {}
     v = body.get("max_tokens", body.get("max_completion_tokens"))
     return v if isinstance(v, int) else None
 
 
-def _plain_truncation(entry: dict) -> bool:
+def _plain_truncation(entry: ChatEntry) -> bool:
     """A completed length finish without tool calls (the kind that consumes the count)."""
     return _ok(entry) and length_finished(entry) and not produced(entry)["tool_calls"]
 
 
-def _tool_truncation(entry: dict) -> bool:
+def _tool_truncation(entry: ChatEntry) -> bool:
     return _ok(entry) and length_finished(entry) and bool(produced(entry)["tool_calls"])
 
 
-def _next_request(chat: list[dict], i: int) -> dict | None:
+def _next_request(chat: list[ChatEntry], i: int) -> ChatEntry | None:
     """The first later request that does not resend chat[i]'s messages (retries, a raised
     output limit), i.e. the one that carries the conversation forward."""
     for e in chat[i + 1 :]:
@@ -267,12 +269,12 @@ def _next_request(chat: list[dict], i: int) -> dict | None:
     return None
 
 
-def _superseded(chat: list[dict], i: int) -> bool:
+def _superseded(chat: list[ChatEntry], i: int) -> bool:
     """chat[i]'s reply was thrown away: the very next request resends the same messages."""
     return i + 1 < len(chat) and _msgs(chat[i + 1]) == _msgs(chat[i])
 
 
-def _recursed(chat: list[dict], i: int) -> dict | None:
+def _recursed(chat: list[ChatEntry], i: int) -> ChatEntry | None:
     """The request that continued after chat[i], if the conversation was carried forward."""
     nxt = _next_request(chat, i)
     if nxt is None:
@@ -281,7 +283,7 @@ def _recursed(chat: list[dict], i: int) -> dict | None:
     return nxt if _msgs(nxt)[: len(before)] == before else None
 
 
-def _is_continuation(m: dict) -> bool:
+def _is_continuation(m: dict[str, Any]) -> bool:
     return m.get("role") == "user" and _text(m) == CONTINUATION_TEXT
 
 
@@ -333,7 +335,7 @@ def check_trn_03(ev: Evidence) -> Finding:
 
 
 def _reset_judged(
-    ev: Evidence, separates: Callable[[dict], bool], label: str
+    ev: Evidence, separates: Callable[[ChatEntry], bool], label: str
 ) -> tuple[list[str], Finding | None, str]:
     """Walk the turn counting consecutive recoveries; a reply with tool calls resets the
     count. Truncations that would be the 4th or later had the ``separates`` replies not reset
@@ -409,7 +411,9 @@ def check_trn_06(ev: Evidence) -> Finding:
             continue
         nxt = _recursed(chat, i)
         ids = {c["id"] for c in produced(e)["tool_calls"]}
-        got = {m.get("tool_call_id") for m in _msgs(nxt or {}) if m.get("role") == "tool"}
+        got = {
+            m.get("tool_call_id") for m in (_msgs(nxt) if nxt else []) if m.get("role") == "tool"
+        }
         if nxt is None or not ids <= got:
             return failed(
                 expected,
@@ -539,7 +543,7 @@ def check_trn_09(ev: Evidence) -> Finding:
     return passed(expected, f"nothing sent after the aborted request seq {hit.get('seq')}; {ends}")
 
 
-def _backgrounded(entry: dict) -> bool:
+def _backgrounded(entry: ChatEntry) -> bool:
     """A reply whose tool call asks its tool to run in the background (run_in_background)."""
     for c in produced(entry)["tool_calls"]:
         try:
@@ -565,7 +569,7 @@ def check_trn_10(ev: Evidence) -> Finding:
             if (
                 t.get("call_id") in ids
                 and nxt is not None
-                and (t.get("response") or {}).get("status") == 504
+                and response_of(t).get("status") == 504
                 and ev.end_ns(t) <= nxt["t_arrival_ns"]
             ):
                 return failed(

@@ -165,7 +165,7 @@ def stream_events(
         if item["type"] == "reasoning":
             text = item["summary"][0]["text"]
             emit("response.output_item.added", output_index=oi, item=dict(item, summary=[]))
-            part = {"type": "summary_text", "text": ""}
+            part: dict[str, Any] = {"type": "summary_text", "text": ""}
             emit("response.reasoning_summary_part.added", **at, summary_index=0, part=part)
             for p in _pieces(text, n):
                 emit("response.reasoning_summary_text.delta", **at, summary_index=0, delta=p)
