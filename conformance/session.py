@@ -1,0 +1,384 @@
+"""One conformance run, as ``conformance run`` and the pytest plugin both drive it.
+
+Theory of operation: a front end reads its command line into :class:`RunSettings`
+(``conformance/options.py``) and opens a :class:`RunSession` on them, which resolves the input at
+once: the time scale, the expectations file, then the agents (:meth:`RunSession.open_agents`) and,
+for the CLI, the scenarios (:meth:`RunSession.load_scenarios`; under pytest, collection finds
+them). Bad input raises :class:`RunInputError`, whose message names what is wrong and where: the
+CLI exits 2 with it, the plugin makes it a pytest usage error.
+
+The scenarios run either in this process, in order (:meth:`RunSession.run_in_process`; Ctrl-C or
+SIGTERM stops it and keeps what ran), or one per pytest item (:meth:`RunSession.run_scenario` in
+whichever process runs the item, :meth:`RunSession.record` in the one that collects the results:
+the only process, or pytest-xdist's controller). Either way :meth:`RunSession.finish` then builds
+the results document of what ran, an interrupted run's too, writes it and renders the report, and
+:meth:`RunSession.gate` compares it with the expectations (or rewrites them) and, in certification
+mode, adds the certification problems: the exit status of ``conformance run``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypedDict
+
+from conformance.expectations import (
+    Comparison,
+    Expectations,
+    ExpectationsError,
+    compare_results,
+    load_expectations,
+    updated_expectations,
+    write_expectations,
+)
+from conformance.options import DEFAULT_EXPECTATIONS, RunSettings
+from conformance.runner import (
+    DEFAULT_TIME_SCALE,
+    agent_results,
+    progress_line,
+    rerun_command,
+    results_document,
+    run_scenario,
+    run_suite,
+)
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_REGRESSION",
+    "AgentUnderTest",
+    "Gate",
+    "RunInputError",
+    "RunSession",
+    "ScenarioRun",
+    "sigterm_as_interrupt",
+]
+
+# The exit statuses of `conformance run` (its --help epilog and docs/ci.md say what they mean).
+EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class RunInputError(Exception):
+    """Bad input to a run: an option value, a scenario, an agent or an expectations file. The
+    message names which, and where."""
+
+
+@dataclass(frozen=True)
+class AgentUnderTest:
+    label: str  # its name in the results: the adapter's, numbered when the same agent runs twice
+    spec: str  # as the command line gave it (a rerun line names it so)
+    adapter: Any  # conformance.adapters.Adapter
+
+
+class ScenarioRun(TypedDict):
+    """One scenario run by one agent, as a pytest item reports it (JSON: pytest-xdist carries it
+    from a worker to the controller)."""
+
+    agent: str  # the AgentUnderTest label
+    adapter: str
+    capabilities: list[str]
+    index: int  # the item's place in collection order
+    entry: dict  # runner.run_scenario's results entry
+    verdicts: dict[str, dict]  # and its verdicts
+
+
+@dataclass(frozen=True)
+class Gate:
+    """How a finished run stands: the exit status of ``conformance run`` and why."""
+
+    status: int
+    comparison: Comparison | None = None  # None: not compared (nothing ran, interrupted, updated)
+    certify: tuple[str, ...] = ()  # certification problems (certify mode)
+    wrote: Path | None = None  # the expectations file written (update_expectations)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While the run lasts, SIGTERM is handled like Ctrl-C (a KeyboardInterrupt), so that a run
+    a CI job cancels still leaves the results and report of what ran."""
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class RunSession:
+    """One run: its settings and input, the scenario runs so far, and its results."""
+
+    def __init__(self, settings: RunSettings, *, command: str) -> None:
+        self.settings = settings
+        self.command = command  # recorded in the results: the words this run was given
+        scale = settings.time_scale
+        self.time_scale = DEFAULT_TIME_SCALE if scale is None else scale
+        if not 0 < self.time_scale <= 1:
+            flag = settings.flag_of("time_scale")
+            raise RunInputError(f"{flag} must be in (0, 1], got {self.time_scale}")
+        if settings.processes < 1:
+            flag = settings.flag_of("processes")
+            raise RunInputError(f"{flag} must be at least 1, got {settings.processes}")
+        # --update-expectations writes the default file when none is named.
+        self.expectations_path = settings.expectations or (
+            DEFAULT_EXPECTATIONS if settings.update_expectations else None
+        )
+        self.expectations, self.expectations_file = self._load_expectations()
+        self.agents: list[AgentUnderTest] = []
+        self.started = time.time()
+        self.interrupted = False
+        self.document: dict | None = None  # set by finish()
+        self.report: Path | None = None  # the report's index.html, once rendered
+        self._runs: list[ScenarioRun] = []
+        self._agent_results: list[dict] | None = None  # from run_in_process
+        self._stack = contextlib.ExitStack()
+        self._gateway: Any = None
+
+    # --- input ---------------------------------------------------------------------------------
+
+    def _load_expectations(self) -> tuple[Expectations, Path | None]:
+        """The expectations and the file they were read from (None: none was read)."""
+        path = self.expectations_path
+        if path is None:
+            return Expectations(), None
+        if self.settings.update_expectations and not path.exists():
+            return Expectations([], str(path)), None  # to be written from this run
+        try:
+            return load_expectations(path), path
+        except ExpectationsError as exc:
+            raise RunInputError(str(exc)) from exc
+
+    def open_agents(self, *, greet: bool = False) -> None:
+        """Build an adapter per agent; with ``greet``, each must say hello (its capabilities)
+        now, so that an agent that cannot start is bad input rather than a run of errors."""
+        # Looked up when called, not imported: a test may put a stand-in there.
+        from conformance.adapters import base
+
+        flag = self.settings.flag_of("agent")
+        labels = [a.label for a in self.agents]
+        for spec in self.settings.agent:
+            try:
+                adapter = base.make_adapter(spec)
+                if greet:
+                    adapter.capabilities()
+            except (ValueError, RuntimeError) as exc:
+                raise RunInputError(f"{flag}: {exc}") from exc
+            label, n = adapter.name, 2
+            while label in labels:  # the same agent twice: keep the labels apart
+                label, n = f"{adapter.name}#{n}", n + 1
+            labels.append(label)
+            self.agents.append(AgentUnderTest(label, spec, adapter))
+
+    def agent(self, label: str) -> AgentUnderTest:
+        return next(a for a in self.agents if a.label == label)
+
+    def load_scenarios(self) -> list[Any]:
+        """The scenarios the settings name (default: the bundled criteria scenarios)."""
+        from fakes import FakesError, load_scenarios
+        from scenarios import SCENARIO_DIR
+
+        found = []
+        for path in self.settings.scenario or (SCENARIO_DIR / "criteria",):
+            if not path.exists():
+                raise RunInputError(f"{path}: no such scenario file or directory")
+            try:
+                found += load_scenarios(path)
+            except FakesError as exc:
+                raise RunInputError(str(exc)) from exc
+        if not found:
+            raise RunInputError("no scenarios found")
+        return found
+
+    # --- running -------------------------------------------------------------------------------
+
+    def gateway(self) -> Any:
+        """This process's fake gateway, started on first use and stopped by :meth:`close`."""
+        if self._gateway is None:
+            from fakes import Gateway
+
+            self._gateway = self._stack.enter_context(Gateway.running())
+        return self._gateway
+
+    def close(self) -> None:
+        self._gateway = None
+        self._stack.close()
+
+    def run_in_process(self, scenarios: list[Any]) -> bool:
+        """Run every agent over ``scenarios`` in order; return whether Ctrl-C or SIGTERM stopped
+        it (the scenario in flight is then dropped whole, the ones that ran are kept)."""
+        stop = threading.Event()
+        dialect = self.settings.dialect
+        agents = []
+        try:
+            for agent in self.agents:
+                result = run_suite(
+                    self.gateway(),
+                    agent.adapter,
+                    scenarios,
+                    time_scale=self.time_scale,
+                    rerun=lambda s, spec=agent.spec: rerun_command(s, spec, dialect),
+                    progress=_say if self.settings.progress else None,
+                    stop=stop,
+                    dialect=dialect,
+                )
+                result["name"] = agent.label
+                agents.append(result)
+                if stop.is_set():
+                    break
+        finally:
+            self.close()
+        self._agent_results = agents
+        return stop.is_set()
+
+    def run_scenario(self, label: str, scenario: Any, *, index: int) -> ScenarioRun:
+        """Run one scenario with the agent ``label`` (a pytest item's run)."""
+        agent = self.agent(label)
+        dialect = self.settings.dialect
+        entry, verdicts = run_scenario(
+            self.gateway(),
+            agent.adapter,
+            scenario,
+            time_scale=self.time_scale,
+            rerun=rerun_command(scenario, agent.spec, dialect),
+            dialect=dialect,
+        )
+        return {
+            "agent": label,
+            "adapter": agent.adapter.name,
+            "capabilities": sorted(agent.adapter.capabilities()),
+            "index": index,
+            "entry": entry,
+            "verdicts": verdicts,
+        }
+
+    def regressions(self, run: ScenarioRun) -> list[tuple[str, dict, str]]:
+        """The verdicts of one scenario run that the expectations do not allow, as (criterion,
+        verdict entry, the worst verdict allowed)."""
+        strict = self.settings.strict
+        found = []
+        for cid, v in run["verdicts"].items():
+            kind, finding = self.expectations.judge(run["agent"], cid, v["verdict"], strict=strict)
+            if kind == "regression":
+                found.append((cid, v, finding.expected or ("PASS" if strict else "NON-STRICT")))
+        return found
+
+    def record(self, run: ScenarioRun, *, total: int = 0) -> None:
+        """Keep one scenario run for the results (``total``: how many are to run)."""
+        self._runs.append(run)
+        if self.settings.progress:
+            done = len(self._runs)
+            line = progress_line(done, max(total, done), run["entry"], run["verdicts"])
+            if len(self.agents) > 1:
+                line += f" [{run['agent']}]"
+            _say(line)
+
+    # --- results -------------------------------------------------------------------------------
+
+    def _agents_of_runs(self) -> list[dict]:
+        """The agents' results entries of the recorded runs, in collection order."""
+        agents = []
+        for agent in self.agents:
+            runs = sorted((r for r in self._runs if r["agent"] == agent.label), key=_index)
+            if runs:
+                agents.append(
+                    agent_results(
+                        agent.label,
+                        runs[0]["adapter"],
+                        runs[0]["capabilities"],
+                        [(r["entry"], r["verdicts"]) for r in runs],
+                    )
+                )
+        return agents
+
+    def finish(self, *, interrupted: bool) -> dict:
+        """Build the results document of what ran, write it and render the report."""
+        self.interrupted = interrupted
+        agents = self._agent_results
+        doc = results_document(
+            self._agents_of_runs() if agents is None else agents,
+            started=self.started,
+            time_scale=self.time_scale,
+            interrupted=interrupted,
+            command=self.command,
+            dialect=self.settings.dialect,
+        )
+        self.document = doc
+        path = self.settings.results
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
+            tmp.replace(path)  # atomic: a reader never sees half a file
+        if self.settings.report_dir is not None and doc["agents"]:
+            from reports import render
+
+            self.report = render([doc], self.settings.report_dir)
+            if self.settings.junit is not None:
+                shutil.copyfile(self.report.parent / "junit.xml", self.settings.junit)
+        return doc
+
+    def compare(self) -> Comparison:
+        """The finished run against the expectations."""
+        return compare_results(self._finished(), self.expectations, strict=self.settings.strict)
+
+    def gate(self) -> Gate:
+        """The exit status of the finished run: 2 when nothing ran, 130 when interrupted (the
+        expectations are then not updated), else 0 or 1 by the expectations, or by the
+        certification problems in certify mode; with update_expectations, write them instead."""
+        doc = self._finished()
+        if not doc["agents"]:
+            return Gate(EXIT_INTERRUPTED if self.interrupted else EXIT_BAD_INPUT)
+        if self.interrupted:
+            return Gate(EXIT_INTERRUPTED)
+        if self.settings.update_expectations:
+            path = self.expectations_path or DEFAULT_EXPECTATIONS
+            strict = self.settings.strict
+            write_expectations(path, updated_expectations(doc, self.expectations, strict=strict))
+            return Gate(EXIT_OK, wrote=path)
+        comparison = self.compare()
+        problems = tuple(_certify_problems(doc)) if self.settings.certify else ()
+        failed = comparison.regressions or problems
+        return Gate(EXIT_REGRESSION if failed else EXIT_OK, comparison, problems)
+
+    def _finished(self) -> dict:
+        if self.document is None:
+            raise RuntimeError("the run is not finished: call finish() first")
+        return self.document
+
+
+def _index(run: ScenarioRun) -> int:
+    return run["index"]
+
+
+def _certify_problems(doc: dict) -> list[str]:
+    """Certification mode: outside connection attempts of guarded agents, then per agent the
+    MUST criteria no scenario judged (UNSUPPORTED is reported apart: the report counts it; a
+    certificate states it)."""
+    from conformance.guard import certify_problems
+    from reports.model import build_report
+
+    lines = certify_problems(doc)
+    report = build_report([doc])
+    for agent in report.agents:
+        unjudged = report.must_unjudged(agent)
+        if unjudged:
+            lines.append(
+                f"{agent.name}: {len(unjudged)} MUST criteria judged by no scenario "
+                f"(not run, only n/a, ERROR or TIMEOUT): {', '.join(unjudged)}"
+            )
+    return lines
