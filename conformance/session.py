@@ -28,8 +28,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
+from conformance.errors import ConformanceError
 from conformance.expectations import (
     Comparison,
     Expectations,
@@ -50,6 +51,9 @@ from conformance.runner import (
     run_suite,
 )
 
+if TYPE_CHECKING:
+    from fakes import Scenario
+
 __all__ = [
     "EXIT_BAD_INPUT",
     "EXIT_INTERRUPTED",
@@ -67,7 +71,7 @@ __all__ = [
 EXIT_OK, EXIT_REGRESSION, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-class RunInputError(Exception):
+class RunInputError(ConformanceError):
     """Bad input to a run: an option value, a scenario, an agent or an expectations file. The
     message names which, and where."""
 
@@ -226,12 +230,17 @@ class RunSession:
         agents = []
         try:
             for agent in self.agents:
+                spec = agent.spec
+
+                def rerun(s: Scenario, spec: str = spec) -> str:
+                    return rerun_command(s, spec, dialect)
+
                 result = run_suite(
                     self.gateway(),
                     agent.adapter,
                     scenarios,
                     time_scale=self.time_scale,
-                    rerun=lambda s, spec=agent.spec: rerun_command(s, spec, dialect),
+                    rerun=rerun,
                     progress=_say if self.settings.progress else None,
                     stop=stop,
                     dialect=dialect,
