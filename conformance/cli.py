@@ -52,11 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
         "2 usage error or bad input (scenario, agent, expectations file); 130 interrupted "
         "(SIGINT or SIGTERM: the results and report then hold the scenarios that ran).",
     )
+    from conformance.adapters.registry import agents_help
+
     run.add_argument(
         "--agent",
         default="reference",
-        help="'reference' (in-process), 'openai-sdk', or 'cmd:COMMAND' (a command speaking "
-        "the adapter protocol); default: reference",
+        help=agents_help() + "; default: reference",
     )
     run.add_argument(
         "--scenario",

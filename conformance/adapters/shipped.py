@@ -39,8 +39,8 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
-from conformance.adapters.base import RunOutcome, RunRequest, redact
 from conformance.adapters.command import kill_group
+from conformance.adapters.interface import RunOutcome, RunRequest, redact
 from conformance.guard import LoopbackGuard
 
 __all__ = [
