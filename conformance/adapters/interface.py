@@ -1,8 +1,8 @@
 """The adapter interface: what the runner hands an adapter, what it gets back, and redaction.
 
-Adapters import these names from here, and this module imports no adapter (the
-lookup from a spec to an adapter is `conformance.adapters.registry`), so no adapter module can
-close an import cycle through it.
+Adapters import these names from here, and this module imports no adapter (the lookup from a
+spec to an adapter is `conformance.adapters.registry`), so no adapter can close an import cycle
+through it.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ def sdk_agents() -> dict[str, importlib.metadata.EntryPoint]:
 
 def agent_names() -> list[str]:
     """Every agent named without a command: built-in, SDK agents, ``shipped:`` bundled profiles."""
-    from conformance.adapters.shipped import which_profiles
+    from conformance.adapters.shipped_profile import which_profiles
 
     return [*BUILTIN, *sdk_agents(), *(f"shipped:{p}" for p in which_profiles())]
 
