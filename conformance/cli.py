@@ -49,12 +49,14 @@ def build_parser() -> argparse.ArgumentParser:
         "2 usage error or bad input (scenario, agent, expectations file); 130 interrupted "
         "(SIGINT or SIGTERM: the results and report then hold the scenarios that ran).",
     )
-    # The table's `agent` option (options.py); its help, naming the agents, is written here.
+    # The table's `agent` option (options.py); its help, naming the agents, comes from the
+    # adapter registry.
+    from conformance.adapters.registry import agents_help
+
     run.add_argument(
         "--agent",
         default="reference",
-        help="'reference' (in-process), 'openai-sdk', or 'cmd:COMMAND' (a command speaking "
-        "the adapter protocol); default: reference",
+        help=agents_help() + "; default: reference",
     )
     add_cli_arguments(run)  # every other run option, from the table in options.py
 

@@ -334,7 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
             "scenario file that `conformance run --scenario FILE` fails the same way."
         ),
     )
-    p.add_argument("--agent", default="reference", help="reference | openai-sdk | cmd:COMMAND")
+    from conformance.adapters.registry import agents_help
+
+    p.add_argument("--agent", default="reference", help=agents_help() + "; default: reference")
     p.add_argument("--budget", type=int, default=200, help="schedules to try (default 200)")
     p.add_argument("--seed", type=int, default=0, help="random seed; same seed, same schedules")
     p.add_argument("--out", type=Path, default=Path("fuzz-findings"), help="where findings go")

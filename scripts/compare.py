@@ -22,23 +22,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from conformance.adapters.base import make_adapter  # noqa: E402
+from conformance.adapters import agent_names, make_adapter  # noqa: E402
 from conformance.catalogue import CATALOGUE  # noqa: E402
 from reports.render import render  # noqa: E402
-
-AGENTS = [
-    "reference",
-    "openai-sdk",
-    "openai-agents",
-    "pydantic-ai",
-    "langchain-openai",
-    "litellm",
-    "shipped:qwen-code",
-    "shipped:opencode",
-    "shipped:claude-code-2-1-197",
-    "shipped:claude-code-2-1-332",
-    "shipped:codex",
-]
 
 
 def available(spec: str) -> tuple[str | None, str]:
@@ -58,14 +44,20 @@ def available(spec: str) -> tuple[str | None, str]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, default=Path("comparison"))
-    p.add_argument("--agent", action="append", default=None, help="only these agents")
+    p.add_argument(
+        "--agent",
+        action="append",
+        default=None,
+        help="only these agents (default: every named agent: built in, SDK agents, shipped "
+        "profiles, in that order)",
+    )
     p.add_argument("--reuse", action="store_true", help="keep results already in OUT/results")
     p.add_argument("-n", type=int, default=2, help="processes per run (default 2)")
     args = p.parse_args()
     res_dir = args.out / "results"
     res_dir.mkdir(parents=True, exist_ok=True)
     docs, skipped = [], []
-    for spec in args.agent or AGENTS:
+    for spec in args.agent or agent_names():
         path = res_dir / (spec.replace(":", "-") + ".json")
         if not (args.reuse and path.is_file()):
             why, dialect = available(spec)

@@ -1,12 +1,21 @@
-"""Adapters that drive an agent under test through the adapter protocol."""
+"""Adapters that drive an agent under test through the adapter protocol.
 
-from conformance.adapters.base import (
-    REDACTED,
-    Adapter,
-    RunOutcome,
-    RunRequest,
-    make_adapter,
-    redact,
-)
+`interface` holds the types every adapter shares, `registry` the one list of agents and the
+lookup from a spec (``reference``, ``openai-sdk``, an SDK agent, ``cmd:COMMAND``,
+``shipped:PROFILE``) to an adapter; each adapter is a module of its own.
+"""
 
-__all__ = ["REDACTED", "Adapter", "RunOutcome", "RunRequest", "make_adapter", "redact"]
+from conformance.adapters.interface import REDACTED, Adapter, RunOutcome, RunRequest, redact
+from conformance.adapters.registry import MissingExtra, agent_names, make_adapter, sdk_agents
+
+__all__ = [
+    "REDACTED",
+    "Adapter",
+    "MissingExtra",
+    "RunOutcome",
+    "RunRequest",
+    "agent_names",
+    "make_adapter",
+    "redact",
+    "sdk_agents",
+]

@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from conformance.adapters.base import RunOutcome, RunRequest, redact
+from conformance.adapters.interface import RunOutcome, RunRequest, redact
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT_S",

@@ -1,11 +1,20 @@
-"""Shared adapter types: the run request, its outcome, secret redaction, adapter lookup."""
+"""The adapter types and the lookup under one name: `conformance.adapters.interface` defines the
+types, `conformance.adapters.registry` resolves a spec to an adapter; both are re-exported here
+and from `conformance.adapters` itself. Adapter modules import `interface`, never this module, so
+that no import cycle runs through the lookup."""
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from conformance.adapters.interface import (
+    REDACTED,
+    STATUSES,
+    Adapter,
+    RunOutcome,
+    RunRequest,
+    redact,
+    redact_obj,
+)
+from conformance.adapters.registry import make_adapter
 
 __all__ = [
     "REDACTED",
@@ -17,116 +26,3 @@ __all__ = [
     "redact",
     "redact_obj",
 ]
-
-REDACTED = "[REDACTED]"
-STATUSES = ("ran", "error", "timeout", "unsupported")
-
-
-@dataclass
-class RunRequest:
-    """Everything an adapter needs to run one scenario."""
-
-    start: dict  # the start message (no secrets in it)
-    base_url: str  # .../s/<sid>/v1
-    api_key: str  # the run's secret; never logged
-    ca_file: str | None  # CA bundle when TLS
-    workdir: Path  # a fresh temporary working directory
-    deadline_s: float  # real seconds
-    abort: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass
-class RunOutcome:
-    """What one run produced, as the agent wrote it: the runner judges DBG-02 on it, then
-    redacts the run's secret from everything it keeps."""
-
-    status: str  # "ran" | "error" | "timeout" | "unsupported"
-    events: list[dict]  # each with "t_ns" (time.monotonic_ns() on arrival)
-    hello: dict | None
-    log: str  # the agent's stderr / log, capped in size (not redacted)
-    error: str | None  # what went wrong, for error/timeout/unsupported
-
-
-class Adapter(Protocol):
-    """An agent under test, driven through the adapter protocol."""
-
-    name: str
-
-    def capabilities(self) -> set[str]: ...
-
-    def run(self, req: RunRequest) -> RunOutcome: ...
-
-
-def redact(text: str, secret: str | None) -> str:
-    """Replace every occurrence of `secret` in `text` by [REDACTED]."""
-    if not secret or not isinstance(text, str):
-        return text
-    return text.replace(secret, REDACTED)
-
-
-def redact_obj(obj: Any, secret: str | None) -> Any:
-    """Redact every string (keys included) inside a JSON-like value."""
-    if not secret:
-        return obj
-    if isinstance(obj, str):
-        return redact(obj, secret)
-    if isinstance(obj, dict):
-        return {redact_obj(k, secret): redact_obj(v, secret) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [redact_obj(v, secret) for v in obj]
-    return obj
-
-
-def make_adapter(spec: str) -> Adapter:
-    """Build an adapter from `reference`, `openai-sdk` or `cmd:COMMAND`."""
-    if spec.startswith("cmd:"):
-        from conformance.adapters.command import CommandAdapter
-
-        return CommandAdapter(spec[len("cmd:") :])
-    if spec.startswith(("shipped:", "profile:")):
-        from conformance.adapters.shipped import ShippedAdapter
-
-        return ShippedAdapter(spec.partition(":")[2])
-    if spec == "reference":
-        try:
-            from conformance.adapters.reference import ReferenceAdapter  # type: ignore
-        except ImportError as exc:  # pragma: no cover - depends on build state
-            raise ValueError(f"adapter 'reference' is not available: {exc}") from exc
-        return ReferenceAdapter()
-    if spec == "openai-sdk":
-        try:
-            from conformance.adapters.openai_sdk import OpenAISDKAdapter  # type: ignore
-        except ImportError as exc:  # pragma: no cover - depends on build state
-            raise ValueError(f"adapter 'openai-sdk' is not available: {exc}") from exc
-        return OpenAISDKAdapter()
-    if spec in SDK_ADAPTERS:
-        import importlib
-
-        module, cls, extra = SDK_ADAPTERS[spec]
-        try:
-            return getattr(importlib.import_module(module), cls)()
-        except ImportError as exc:
-            raise ValueError(
-                f"adapter {spec!r} needs its SDK: pip install 'agent-conformance[{extra}]' ({exc})"
-            ) from exc
-    raise ValueError(
-        f"unknown adapter {spec!r}: expected 'reference', 'openai-sdk', 'cmd:COMMAND' "
-        "or 'shipped:PROFILE'"
-    )
-
-
-# Agents built on Python agent SDKs, each an optional extra: name -> (module, class, extra).
-SDK_ADAPTERS = {
-    "openai-agents": (
-        "conformance.adapters.openai_agents",
-        "OpenAIAgentsAdapter",
-        "sdk-openai-agents",
-    ),
-    "pydantic-ai": ("conformance.adapters.pydantic_ai", "PydanticAIAdapter", "sdk-pydantic-ai"),
-    "langchain-openai": (
-        "conformance.adapters.langchain_openai",
-        "LangChainOpenAIAdapter",
-        "sdk-langchain-openai",
-    ),
-    "litellm": ("conformance.adapters.litellm", "LiteLLMAdapter", "sdk-litellm"),
-}

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import IO
 
-from conformance.adapters.base import RunOutcome, RunRequest, redact
+from conformance.adapters.interface import RunOutcome, RunRequest, redact
 
 __all__ = ["EXIT_UNSUPPORTED", "CommandAdapter", "kill_group"]
 

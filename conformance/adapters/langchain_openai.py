@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from conformance.adapters._sdk_common import TurnContext, error_event, openai_tools, run_turn
-from conformance.adapters.base import RunOutcome, RunRequest
+from conformance.adapters.interface import RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "LangChainOpenAIAdapter"]
 

@@ -27,7 +27,7 @@ from conformance.adapters._sdk_common import (
     run_async,
     run_turn,
 )
-from conformance.adapters.base import RunOutcome, RunRequest
+from conformance.adapters.interface import RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "OpenAIAgentsAdapter"]
 

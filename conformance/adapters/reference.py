@@ -18,7 +18,7 @@ import threading
 import time
 import traceback
 
-from conformance.adapters.base import RunOutcome, RunRequest
+from conformance.adapters.interface import RunOutcome, RunRequest
 from conformance.reference import HELLO, Behaviours, run_protocol
 
 __all__ = ["ReferenceAdapter"]

@@ -8,12 +8,16 @@ broken stream (STR-01 FAIL) or a malformed event (STR-14). No scenario may end i
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from conformance.adapters import make_adapter
+from conformance.adapters import MissingExtra, make_adapter, sdk_agents
+from conformance.adapters.registry import DISTRIBUTION
 from conformance.runner import run_scenario
 from fakes import Gateway, load_scenario
 
@@ -92,16 +96,33 @@ def test_the_api_key_is_in_no_event(gateway) -> None:
     assert "sk-conformance-" not in repr(entry["events"]) + repr(entry["agent_log"])
 
 
-@pytest.mark.parametrize(
-    ("agent", "module", "extra"),
-    [
-        ("openai-agents", "agents", "sdk-openai-agents"),
-        ("pydantic-ai", "pydantic_ai", "sdk-pydantic-ai"),
-        ("langchain-openai", "langchain_openai", "sdk-langchain-openai"),
-        ("litellm", "litellm", "sdk-litellm"),
-    ],
-)
-def test_an_sdk_agent_without_its_extra_names_the_extra(monkeypatch, agent, module, extra) -> None:
-    monkeypatch.setitem(sys.modules, module, None)  # as if not installed: import fails
-    with pytest.raises(ValueError, match=extra):
+def _sdk_modules(extra: str) -> list[str]:
+    """The top-level modules of the installed distributions that `extra` requires."""
+    wanted = {
+        _dist_key(re.match(r"[A-Za-z0-9._-]+", req).group())
+        for req in importlib.metadata.requires(DISTRIBUTION) or []
+        if re.search(rf"""extra\s*==\s*["']{re.escape(extra)}["']""", req)
+    }
+    return sorted(
+        module
+        for module, dists in _packages_distributions().items()
+        if any(_dist_key(d) in wanted for d in dists)
+    )
+
+
+@functools.cache
+def _packages_distributions() -> dict[str, list[str]]:
+    return importlib.metadata.packages_distributions()  # reads every RECORD: once is enough
+
+
+def _dist_key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@pytest.mark.parametrize("agent", list(sdk_agents()))
+def test_an_sdk_agent_without_its_extra_names_the_extra(monkeypatch, agent) -> None:
+    extra = f"sdk-{agent}"  # the registry's rule for our own SDK agents
+    for module in _sdk_modules(extra):
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed: import fails
+    with pytest.raises(MissingExtra, match=rf"\[{extra}\]"):
         make_adapter(agent)

@@ -1,19 +1,19 @@
 """The Python agent SDK adapters through real scenarios, at each SDK's defaults.
 
-One set of tests, run for the openai SDK and every agent SDK whose optional extra is installed (`pip install
-'.[sdk-NAME]'`, or `tox -e sdk-NAME`); an SDK that is missing is skipped with the extra to install.
+One set of tests, run for the openai SDK and every SDK agent the registry knows
+(`conformance.adapters.sdk_agents`) whose optional extra is installed (`pip install
+'.[sdk-NAME]'`, or `tox -e sdk`); an SDK that is missing is skipped with the extra to install.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
 from pathlib import Path
 
 import pytest
 
-from conformance.adapters import RunRequest, make_adapter
+from conformance.adapters import MissingExtra, RunRequest, make_adapter, sdk_agents
 from conformance.adapters.litellm import OFFLINE_ENV  # imports no litellm itself
 from conformance.runner import run_scenario
 from fakes import Gateway, load_scenario
@@ -22,30 +22,13 @@ os.environ.update(OFFLINE_ENV)  # LiteLLM reads these at import: no cost map dow
 
 CRITERIA = Path(__file__).resolve().parents[2] / "scenarios" / "criteria"
 
-# (--agent name, the module the SDK installs, its extra)
-SDKS = [
-    ("openai-sdk", "openai", "sdk"),
-    ("openai-agents", "agents", "sdk-openai-agents"),
-    ("pydantic-ai", "pydantic_ai", "sdk-pydantic-ai"),
-    ("langchain-openai", "langchain_openai", "sdk-langchain-openai"),
-    ("litellm", "litellm", "sdk-litellm"),
-]
 
-
-@pytest.fixture(
-    params=[
-        pytest.param(
-            agent,
-            id=agent,
-            marks=pytest.mark.skipif(
-                importlib.util.find_spec(module) is None,
-                reason=f"the {extra} extra is not installed",
-            ),
-        )
-        for agent, module, extra in SDKS
-    ]
-)
+@pytest.fixture(params=["openai-sdk", *sdk_agents()])
 def AGENT(request) -> str:  # noqa: N802 - reads like the constant it replaces
+    try:
+        make_adapter(request.param)
+    except MissingExtra as exc:
+        pytest.skip(str(exc))
     return request.param
 
 

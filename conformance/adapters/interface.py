@@ -1,0 +1,81 @@
+"""The adapter interface: what the runner hands an adapter, what it gets back, and redaction.
+
+Adapters import these names from here, and this module imports no adapter (the lookup from a
+spec to an adapter is `conformance.adapters.registry`), so no adapter can close an import cycle
+through it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = [
+    "REDACTED",
+    "STATUSES",
+    "Adapter",
+    "RunOutcome",
+    "RunRequest",
+    "redact",
+    "redact_obj",
+]
+
+REDACTED = "[REDACTED]"
+STATUSES = ("ran", "error", "timeout", "unsupported")
+
+
+@dataclass
+class RunRequest:
+    """Everything an adapter needs to run one scenario."""
+
+    start: dict  # the start message (no secrets in it)
+    base_url: str  # .../s/<sid>/v1
+    api_key: str  # the run's secret; never logged
+    ca_file: str | None  # CA bundle when TLS
+    workdir: Path  # a fresh temporary working directory
+    deadline_s: float  # real seconds
+    abort: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class RunOutcome:
+    """What one run produced, as the agent wrote it: the runner judges DBG-02 on it, then
+    redacts the run's secret from everything it keeps."""
+
+    status: str  # "ran" | "error" | "timeout" | "unsupported"
+    events: list[dict]  # each with "t_ns" (time.monotonic_ns() on arrival)
+    hello: dict | None
+    log: str  # the agent's stderr / log, capped in size (not redacted)
+    error: str | None  # what went wrong, for error/timeout/unsupported
+
+
+class Adapter(Protocol):
+    """An agent under test, driven through the adapter protocol."""
+
+    name: str
+
+    def capabilities(self) -> set[str]: ...
+
+    def run(self, req: RunRequest) -> RunOutcome: ...
+
+
+def redact(text: str, secret: str | None) -> str:
+    """Replace every occurrence of `secret` in `text` by [REDACTED]."""
+    if not secret or not isinstance(text, str):
+        return text
+    return text.replace(secret, REDACTED)
+
+
+def redact_obj(obj: Any, secret: str | None) -> Any:
+    """Redact every string (keys included) inside a JSON-like value."""
+    if not secret:
+        return obj
+    if isinstance(obj, str):
+        return redact(obj, secret)
+    if isinstance(obj, dict):
+        return {redact_obj(k, secret): redact_obj(v, secret) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [redact_obj(v, secret) for v in obj]
+    return obj

@@ -1,0 +1,137 @@
+"""Claude Code's ``--output-format stream-json --verbose`` output: its printed lines mapped to
+protocol events, and nothing it does not print.
+
+Claude Code prints one JSON object per line:
+
+- ``system/init`` (session set-up): no event;
+- ``assistant``: one line per content block of a model reply, each its own transcript entry
+  with its own ``uuid`` (as Claude Code keeps them): one ``message`` event per line, id the
+  ``uuid``, with its ``text``, ``reasoning`` (``thinking``) and ``tool_calls`` (``tool_use``, its
+  own tools). Lines are not merged by ``message.id``: two replies may share it (a server that
+  reuses ids), and merging would invent one message from two. A message whose ``model`` is
+  ``<synthetic>`` is not a model reply but Claude Code's own display of an API error: it becomes
+  an ``error`` event, typed only by the status it names;
+- ``system/api_retry`` (``attempt``, ``max_retries``, ``retry_delay_ms``, ``error_status``):
+  a ``retry`` event (``attempt``, ``delay_s``, ``reason`` = the status or error it printed);
+- ``user`` lines marked ``isSynthetic`` are messages Claude Code wrote itself (e.g. its
+  continuation after an output-limit stop): a ``message`` with role ``user`` and ``meta: true``,
+  its text as printed. Other ``user`` lines carry results of its own tools: no event (the hosted
+  tool endpoint never ran them, so ``tool`` events would describe a host it did not use);
+- ``result``: its ``usage`` (``input_tokens``/``output_tokens``) becomes a ``usage`` event; an
+  ``is_error`` result becomes an ``error`` event unless a synthetic error message already did,
+  typed by its ``api_error_status`` when it printed one.
+
+Event order is the order of the lines; times are stamped by the adapter after the agent exits.
+"""
+
+from __future__ import annotations
+
+from conformance.adapters.shipped_parsers._events import (
+    API_ERROR,
+    error_event,
+    json_values,
+    status_in,
+    tool_call,
+    usage_event,
+)
+
+__all__ = ["parse_claude_stream_json"]
+
+
+def parse_claude_stream_json(stdout: str) -> list[dict]:
+    """Claude Code stream-json lines -> events (see the module docstring)."""
+    events: list[dict] = []
+    n = 0
+    shown_error: dict | None = None
+    for v in json_values(stdout):
+        if not isinstance(v, dict):
+            continue
+        kind, sub = v.get("type"), v.get("subtype")
+        if kind == "system" and sub == "api_retry":
+            delay_ms = v.get("retry_delay_ms")
+            reason = v.get("error_status") or v.get("error") or "retry"
+            ev: dict = {
+                "type": "retry",
+                "attempt": int(v.get("attempt") or 0),
+                "delay_s": round(delay_ms / 1000.0, 6)
+                if isinstance(delay_ms, (int, float))
+                else None,
+                "reason": str(reason),
+            }
+            if isinstance(v.get("max_retries"), int):
+                ev["max_retries"] = v["max_retries"]
+            if isinstance(v.get("error_status"), int):
+                ev["status"] = v["error_status"]
+            events.append(ev)
+        elif kind == "assistant":
+            msg = v.get("message") or {}
+            if not isinstance(msg, dict):
+                continue
+            content = [c for c in (msg.get("content") or []) if isinstance(c, dict)]
+            if msg.get("model") == "<synthetic>":
+                text = "".join(str(c.get("text", "")) for c in content if c.get("type") == "text")
+                shown_error = error_event(text, status_in(text, API_ERROR))
+                events.append(shown_error)
+                continue
+            cur: dict = {
+                "type": "message",
+                "id": str(v.get("uuid") or f"a{n}"),
+                "role": "assistant",
+                "text": "",
+                "tool_calls": [],
+            }
+            n += 1
+            events.append(cur)
+            for c in content:
+                t = c.get("type")
+                if t == "text":
+                    cur["text"] += str(c.get("text", ""))
+                elif t == "thinking":
+                    cur["reasoning"] = cur.get("reasoning", "") + str(c.get("thinking", ""))
+                elif t == "tool_use":
+                    cur["tool_calls"].append(
+                        tool_call(c.get("id"), c.get("name"), c.get("input", {}))
+                    )
+        elif kind == "user" and v.get("isSynthetic"):
+            synthetic = (v.get("message") or {}).get("content")
+            if isinstance(synthetic, str):
+                text = synthetic
+            else:
+                text = "".join(
+                    str(c.get("text", ""))
+                    for c in synthetic or []
+                    if isinstance(c, dict) and c.get("type") == "text"
+                )
+            if text:
+                events.append(
+                    {
+                        "type": "message",
+                        "id": str(v.get("uuid") or f"u{n}"),
+                        "role": "user",
+                        "text": text,
+                        "tool_calls": [],
+                        "meta": True,
+                    }
+                )
+                n += 1
+        elif kind == "result":
+            u = usage_event(v.get("usage"), "input_tokens", "output_tokens")
+            if u is not None:
+                events.append(u)
+            st = v.get("api_error_status")
+            st = st if isinstance(st, int) and not isinstance(st, bool) else None
+            if v.get("is_error") and shown_error is not None:
+                # Its error display may not name the status ("API Error: Request rejected
+                # (429)"); the result's api_error_status types the error shown.
+                if st is not None and "status" not in shown_error:
+                    shown_error.update(error_event(shown_error["message"], st))
+            elif v.get("is_error"):
+                text = str(v.get("result") or sub or "error")
+                errs = v.get("errors")
+                if not v.get("result") and isinstance(errs, list) and errs:
+                    text = "; ".join(map(str, errs))
+                shown_error = error_event(
+                    text, st if st is not None else status_in(text, API_ERROR)
+                )
+                events.append(shown_error)
+    return events

@@ -1,0 +1,266 @@
+"""A shipped agent's profile: how to run its own headless mode, loaded and checked.
+
+A profile (``conformance/profiles/<name>.yaml``) says how to install the agent (a pinned npm
+package), the argv template, environment variables and configuration files to write, the
+capabilities it can honestly declare, the output parser for what it prints, and the wire
+dialect it speaks. `load_profile` validates it against `_SCHEMA` and names ``file:line`` in every
+error; `render` fills the ``{placeholders}`` of a template with a run's values.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+
+from conformance.adapters.shipped_parsers import PARSERS
+from conformance.errors import ConformanceError
+
+__all__ = [
+    "DIALECTS",
+    "PLACEHOLDERS",
+    "PROFILE_DIR",
+    "Profile",
+    "ProfileError",
+    "agent_cache_dir",
+    "load_profile",
+    "render",
+    "which_profiles",
+]
+
+PROFILE_DIR = Path(__file__).resolve().parent.parent / "profiles"
+PLACEHOLDERS = (
+    "prompt",
+    "base_url",
+    "model",
+    "api_key",
+    "home",
+    "config_home",
+    "workdir",
+    "install",
+    "bin",
+    "ca_file",
+    "base_url_root",
+)
+_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+_ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# The wire dialect an agent speaks (documentation, and which base URL form it takes).
+DIALECTS = ("openai_chat", "anthropic_messages", "openai_responses")
+
+_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["name", "install", "command"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$"},
+        "description": {"type": "string"},
+        "install": {
+            "type": "object",
+            "required": ["npm", "bin"],
+            "additionalProperties": False,
+            "properties": {
+                "npm": {"type": "string", "pattern": "^(@[^/@]+/)?[^/@]+@[0-9][^@]*$"},
+                "extra": {"type": "array", "items": {"type": "string", "pattern": "@[0-9]"}},
+                "bin": {"type": "string", "minLength": 1},
+                "chmod_x": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "command": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+        "env": {"type": "object", "additionalProperties": {"type": "string"}},
+        "files": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["path", "root"],
+                "additionalProperties": False,
+                "properties": {
+                    "path": {"type": "string", "minLength": 1},
+                    "root": {"enum": ["home", "config_home", "workdir"]},
+                    "json": {},
+                    "text": {"type": "string"},
+                    "link": {"type": "string"},
+                },
+                "oneOf": [
+                    {"required": ["json"]},
+                    {"required": ["text"]},
+                    {"required": ["link"]},
+                ],
+            },
+        },
+        "capabilities": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        "output": {"enum": list(PARSERS)},
+        "telemetry": {"type": "string"},
+        "dialect": {"enum": list(DIALECTS)},
+        "min_deadline_s": {"type": "number", "minimum": 0},
+    },
+}
+
+
+class ProfileError(ConformanceError, ValueError):
+    """A profile that cannot be used; the message starts with file:line."""
+
+
+@dataclass
+class Profile:
+    name: str
+    source: str
+    npm: str
+    bin: str
+    command: list[str]
+    extra: list[str] = field(default_factory=list)
+    chmod_x: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    files: list[dict[str, Any]] = field(default_factory=list)
+    capabilities: list[str] = field(default_factory=list)
+    output: str = "text"
+    description: str = ""
+    telemetry: str = ""
+    dialect: str = "openai_chat"
+    # Real seconds a run gets at least: an agent that cannot scale its waits needs its own
+    # retry budget (scenario deadlines are written for scaled time).
+    min_deadline_s: float = 0.0
+
+    @property
+    def package(self) -> str:
+        return self.npm.rpartition("@")[0]
+
+    @property
+    def version(self) -> str:
+        return self.npm.rpartition("@")[2]
+
+    @property
+    def install_dir(self) -> Path:
+        return agent_cache_dir() / f"{self.name}-{self.version}"
+
+    @property
+    def bin_path(self) -> Path:
+        return self.install_dir / "node_modules" / ".bin" / self.bin
+
+
+def agent_cache_dir() -> Path:
+    """Where pinned agents are installed: $CONFORMANCE_AGENT_CACHE or <project>/.cache/agents."""
+    env = os.environ.get("CONFORMANCE_AGENT_CACHE")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / ".cache" / "agents"
+
+
+def _line_map(node: yaml.Node, path: tuple, out: dict[tuple, int]) -> None:
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = k.value
+            out[path + (key,)] = k.start_mark.line + 1
+            _line_map(v, path + (key,), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            _line_map(v, path + (i,), out)
+
+
+def _where(source: str, lines: dict[tuple, int], path: tuple) -> str:
+    for n in range(len(path), -1, -1):
+        if path[:n] in lines:
+            return f"{source}:{lines[path[:n]]}"
+    return source
+
+
+def _strings(obj: Any, path: tuple = ()):
+    if isinstance(obj, str):
+        yield path, obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _strings(v, path + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _strings(v, path + (i,))
+
+
+def load_profile(spec: str | Path) -> Profile:
+    """Load a profile by name (from conformance/profiles/) or by path; ProfileError names file:line."""
+    path = Path(spec)
+    if not path.suffix:
+        path = PROFILE_DIR / f"{spec}.yaml"
+        if not path.is_file():
+            known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
+            raise ProfileError(f"{path}: no such profile {str(spec)!r}; known: {known}")
+    src = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ProfileError(f"{src}: cannot read profile: {exc}") from exc
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        raise ProfileError(f"{src}{line}: invalid YAML: {exc}") from exc
+    lines: dict[tuple, int] = {}
+    if node is not None:
+        _line_map(node, (), lines)
+    err = min(
+        Draft202012Validator(_SCHEMA).iter_errors(data),
+        key=lambda e: (-len(e.absolute_path), str(e.message)),
+        default=None,
+    )
+    if err is not None:
+        p = tuple(err.absolute_path)
+        field_name = ".".join(str(x) for x in p) or "(profile)"
+        raise ProfileError(f"{_where(src, lines, p)}: {field_name}: {err.message}")
+    # Unknown placeholders are typos that would reach the agent verbatim: refuse them.
+    for p, s in _strings({k: data.get(k) for k in ("command", "env", "files")}):
+        for m in _ANY_PLACEHOLDER.finditer(s):
+            if m.group(1) not in PLACEHOLDERS:
+                raise ProfileError(
+                    f"{_where(src, lines, p)}: {'.'.join(map(str, p))}: unknown placeholder "
+                    f"{{{m.group(1)}}}; known: {', '.join(PLACEHOLDERS)}"
+                )
+    if data["name"] != path.stem:
+        raise ProfileError(
+            f"{_where(src, lines, ('name',))}: name: {data['name']!r} must equal the file stem "
+            f"{path.stem!r}"
+        )
+    if "time_scale" in (data.get("capabilities") or []):
+        raise ProfileError(
+            f"{_where(src, lines, ('capabilities',))}: capabilities: a shipped agent cannot "
+            "scale its waits; time_scale is not allowed"
+        )
+    inst = data["install"]
+    return Profile(
+        name=data["name"],
+        source=src,
+        npm=inst["npm"],
+        bin=inst["bin"],
+        extra=list(inst.get("extra") or []),
+        chmod_x=list(inst.get("chmod_x") or []),
+        command=list(data["command"]),
+        env=dict(data.get("env") or {}),
+        files=list(data.get("files") or []),
+        capabilities=list(data.get("capabilities") or []),
+        output=data.get("output", "text"),
+        description=data.get("description", ""),
+        telemetry=data.get("telemetry", ""),
+        dialect=data.get("dialect", "openai_chat"),
+        min_deadline_s=float(data.get("min_deadline_s", 0.0)),
+    )
+
+
+def render(template: Any, values: dict[str, str]) -> Any:
+    """Replace known {placeholders} in every string of `template` (other braces untouched)."""
+    if isinstance(template, str):
+        return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), template)
+    if isinstance(template, dict):
+        return {render(k, values): render(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [render(v, values) for v in template]
+    return template
+
+
+def which_profiles() -> list[str]:
+    """Names of the bundled profiles."""
+    return sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
