@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable
 
 from conformance.adapters.interface import Adapter
+from conformance.errors import ConformanceError
 
 __all__ = [
     "BUILTIN",
@@ -45,7 +46,7 @@ GROUP = "agent_conformance.adapters"
 DISTRIBUTION = "agent-conformance"
 
 
-class MissingExtra(ValueError):
+class MissingExtra(ConformanceError, ValueError):
     """A known agent whose SDK is not installed; the message names the extra that provides it."""
 
     def __init__(self, agent: str, extra: str, cause: BaseException) -> None:
