@@ -308,6 +308,26 @@ def _window_end(nxt: ChatEntry | None) -> int | None:
     return Evidence.end_ns(nxt) if not Evidence.mode(nxt) else int(nxt["t_arrival_ns"])
 
 
+def _attempt_events(ev: Evidence, start_ns: int, nxt: ChatEntry | None) -> list[dict[str, Any]]:
+    """The agent's events that may belong to the attempt begun at ``start_ns``, before ``nxt``.
+
+    Before a non-streaming next attempt whose own reply the agent showed, the window closes at
+    that reply in the order the agent wrote its events: an outside command's lines are stamped
+    when read, possibly after that attempt ended, but their order is exact. Otherwise the window
+    is one of times (:func:`_window_end`).
+    """
+    if nxt is not None and not Evidence.mode(nxt):
+        out: list[dict[str, Any]] = []
+        for x in ev.events:
+            t = x.get("t_ns")
+            if t is None or t < start_ns:
+                continue
+            if x.get("type") == "message" and _is_reply_of(x, nxt):
+                return out
+            out.append(x)
+    return _events_between(ev, start_ns, _window_end(nxt))
+
+
 def _is_reply_of(message: dict[str, Any], nxt: ChatEntry | None) -> bool:
     """Whether a message shows the non-streaming next attempt's own reply, not the partial."""
     if nxt is None or Evidence.mode(nxt) or message.get("t_ns", 0) < nxt["t_arrival_ns"]:
@@ -351,7 +371,7 @@ def check_str_02(ev: Evidence) -> Finding:
         nxt = chat[i + 1] if i + 1 < len(chat) else None
         shown = {
             x.get("id")
-            for x in _events_between(ev, int(e["t_arrival_ns"]), _window_end(nxt))
+            for x in _attempt_events(ev, int(e["t_arrival_ns"]), nxt)
             if x.get("type") == "message"
             and x.get("role", "assistant") == "assistant"
             and not _is_reply_of(x, nxt)

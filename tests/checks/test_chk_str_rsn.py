@@ -595,3 +595,20 @@ def test_str_02_the_fallbacks_own_reply_is_not_the_partial() -> None:
         ev_at(fb, 10**9, type="turn_end", reason="completed"),
     ]
     assert run_check("STR-02", j.evidence(events)).outcome == "pass"
+
+
+def test_str_02_a_partial_read_after_the_fallback_ended_is_judged_by_order() -> None:
+    """On a loaded machine an outside command's lines can all be read after the fallback's
+    response ended: their order, not their stamps, places the partial before the reply."""
+    j = Journal()
+    broken(j)
+    fb = attempt(j, PLAIN, plain_json("Hi"), wait=0.01, duration=0.5)
+    after = int(fb["response"]["t_end_ns"]) - int(fb["t_arrival_ns"]) + 1000
+    events = [
+        ev_at(fb, after, type="message", id="m1", role="assistant", text="Hel"),
+        ev_at(fb, after + 10, type="message", id="m2", role="assistant", text="Hi"),
+        ev_at(fb, after + 20, type="turn_end", reason="completed"),
+    ]
+    assert run_check("STR-02", j.evidence(events)).outcome == "fail"  # shown, never removed
+    events.insert(1, ev_at(fb, after + 5, type="removed", id="m1"))
+    assert run_check("STR-02", j.evidence(events)).outcome == "pass"
