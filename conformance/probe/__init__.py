@@ -1,0 +1,51 @@
+"""``conformance probe``: check a live gateway's habits against what the reference agent relies on.
+
+Theory of operation: a fixed, small list of chat requests (a short answer, a long reasoning
+answer, a tool call, streamed and not; a history whose assistant turn carries only reasoning
+plus an explanatory text; a rate-limit sample; a deliberately invalid request) is sent in order,
+no more than ``--max-requests`` of them and no faster than ``--rate`` per second. Each answer is
+kept as an *exchange*: status, headers, the body's raw chunks exactly as they arrived and how
+the body ended. Observations are then pure functions of the exchanges, each with a verdict:
+
+* ``OK``: the habit the reference agent relies on is there;
+* ``MISSING``: a habit it relies on is missing (exit status 1);
+* ``NOTE``: differs from OpenAI's own habit but the reference agent copes; reported for others;
+* ``NOT_SEEN``: nothing in this probe showed it (no 429 came, no reasoning was sent, budget).
+
+The API key is read from the environment, sent only in the ``Authorization`` header and
+scrubbed from everything written. ``--record`` saves the exchanges as a scenario of ``replay``
+steps that makes the fake gateway send the same bytes again (contracts §1).
+
+One job per module: ``probes`` what is sent, ``client`` sending it (budget, rate), ``exchange``
+what came back, ``facts`` what the exchanges show, ``observations`` one function per habit and
+its verdict, ``document`` the JSON report, ``record`` the replay scenario, ``redact`` keeping
+the key out, ``cli`` the command line.
+"""
+
+from conformance.probe.cli import execute, main, parser
+from conformance.probe.client import Probe
+from conformance.probe.document import probe_document
+from conformance.probe.exchange import Exchange, ProbeError
+from conformance.probe.observations import OBSERVATIONS, VERDICTS, observe
+from conformance.probe.probes import PROBES, ProbeRequest
+from conformance.probe.record import FRAMING_HEADERS, recording
+
+__all__ = [
+    "OBSERVATIONS",
+    "PROBES",
+    "VERDICTS",
+    "Exchange",
+    "Probe",
+    "ProbeError",
+    "ProbeRequest",
+    "execute",
+    "main",
+    "observe",
+    "probe_document",
+    "recording",
+]
+
+# The names these had when the probe was one module: the tests read the framing headers, and
+# scripts/probe_litellm.py builds its arguments with the parser.
+_FRAMING_HEADERS = FRAMING_HEADERS
+_parser = parser

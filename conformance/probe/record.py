@@ -1,0 +1,78 @@
+"""``--record``: the exchanges as a scenario of ``replay`` steps (contracts §1).
+
+Each step matches one probe request by its marker and stream flag and makes the fake gateway
+send the same status, headers and body chunks again, and end the body the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.probe.exchange import Exchange, ProbeError
+from conformance.probe.probes import PROBES
+from conformance.probe.redact import scrub
+
+__all__ = ["FRAMING_HEADERS", "recording"]
+
+# Response headers that say nothing about the gateway's habits, or are the HTTP framing itself
+# (which the fake gateway makes anew on replay).
+FRAMING_HEADERS = {
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "date",
+    "server",
+    "content-encoding",
+    "set-cookie",
+}
+
+
+def _chunk_strings(chunks: list[bytes]) -> list[str]:
+    """Chunks as UTF-8 strings; a chunk ending inside a character is joined to the next."""
+    out, pending = [], b""
+    for c in chunks:
+        pending += c
+        try:
+            out.append(pending.decode("utf-8"))
+            pending = b""
+        except UnicodeDecodeError:
+            continue
+    if pending:
+        raise ProbeError("recording: the body is not UTF-8 and cannot be replayed as text")
+    return out
+
+
+def recording(exchanges: list[Exchange], scenario_id: str, api_key: str | None) -> dict[str, Any]:
+    """A scenario whose ``replay`` steps make the fake gateway send what was seen."""
+    steps = []
+    probes = {p.name: p for p in PROBES}
+    for ex in exchanges:
+        p = probes.get(ex.name)
+        if p is None or p.invalid:
+            continue  # the fake gateway refuses an invalid body before any step
+        step: dict[str, Any] = {"match": {"contains": p.marker, "stream": ex.stream}, "times": 100}
+        if ex.status is None:
+            step["fault"] = {"reset_before_headers": {}}
+        else:
+            rp: dict[str, Any] = {
+                "status": ex.status,
+                "headers": {k: v for k, v in ex.headers.items() if k not in FRAMING_HEADERS},
+                "chunks": _chunk_strings(ex.chunks),
+            }
+            if ex.end in ("incomplete", "reset"):
+                rp["end"] = "close" if ex.end == "incomplete" else "reset"
+            step["replay"] = rp
+        steps.append(step)
+    if not steps:
+        raise ProbeError("recording: no exchange can be replayed")
+    return scrub(
+        {
+            "id": scenario_id,
+            "title": "Recorded by conformance probe",
+            "criteria": [],
+            "prompt": "probe",
+            "script": steps,
+        },
+        api_key,
+    )
