@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
+from conformance.catalogue import by_id
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.evidence import (
@@ -18,11 +19,17 @@ from conformance.evidence import (
 )
 from fakes.journal import ChatEntry
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "JITTER_LOW", "JITTER_HIGH", "MAX_RETRIES"]
+__all__ = ["JITTER_LOW", "JITTER_HIGH", "MAX_RETRIES"]
 
-JITTER_LOW = 0.75
-JITTER_HIGH = 1.25
-MAX_RETRIES = 10
+# final=True (see registry.py): each FAIL is a retry sent too early, too late, once too often, or
+# one that should not have been sent; "never retried" waits for the turn's end. RTY-08 is left
+# out: more retries can show the jitter that a few did not.
+
+# RTY-03's jitter band and backoff, RTY-04's budget: the criteria's own numbers.
+_BACKOFF = by_id("RTY-03").numbers
+JITTER_LOW = _BACKOFF["jitter_low"]
+JITTER_HIGH = _BACKOFF["jitter_high"]
+MAX_RETRIES = int(by_id("RTY-04").numbers["retries"])
 NON_RETRYABLE = frozenset({400, 401, 403, 404, 422})
 SERVER_ERRORS = frozenset({500, 502, 503, 504, 529})
 
@@ -39,7 +46,8 @@ def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Findi
     """Every retry after a failure with one of ``statuses`` and no Retry-After waited within the
     jitter band of its nominal backoff delay."""
     expected = (
-        f"after {label} without Retry-After, retry n waits min(32, 0.5*2^(n-1)) s "
+        f"after {label} without Retry-After, retry n waits "
+        f"min({_BACKOFF['cap_s']:g}, {_BACKOFF['base_s']:g}*2^(n-1)) s "
         f"x [{JITTER_LOW}, {JITTER_HIGH}] (slack {_fmt(ev.slack)} early, "
         f"{_fmt(ev.late_slack)} late)"
     )
@@ -102,16 +110,19 @@ def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
     return not_applicable(expected, f"no response with {label} in this run")
 
 
+@check("RTY-01", final=True)
 def check_rty_01(ev: Evidence) -> Finding:
     """429 with Retry-After seconds: the next attempt waits the asked time, not the backoff."""
     return _honoured(ev, "retry-after", "Retry-After in seconds")
 
 
+@check("RTY-02", final=True)
 def check_rty_02(ev: Evidence) -> Finding:
     """Retry-After as an HTTP-date is honoured."""
     return _honoured(ev, "retry-after-date", "Retry-After as an HTTP-date")
 
 
+@check("RTY-13", final=True)
 def check_rty_13(ev: Evidence) -> Finding:
     """retry-after-ms is honoured (and, when both are sent, preferred)."""
     return _honoured(ev, "retry-after-ms", "retry-after-ms")
@@ -222,6 +233,7 @@ def _refused(ev: Evidence) -> Finding | None:
     )
 
 
+@check("RTY-06", final=True)
 def check_rty_06(ev: Evidence) -> Finding:
     """Connection failures before headers (a reset: no status recorded; or connections
     refused for a while): the 429 policy."""
@@ -238,22 +250,26 @@ def check_rty_06(ev: Evidence) -> Finding:
     )
 
 
+@check("RTY-16", final=True)
 def check_rty_16(ev: Evidence) -> Finding:
     """408 and 409: the 429 policy."""
     return _policy(ev, frozenset({408, 409}), "408/409")
 
 
+@check("RTY-03", final=True)
 def check_rty_03(ev: Evidence) -> Finding:
     """429 without Retry-After: every retry's wait, the 32 s cap included (the budget is
     RTY-04's)."""
     return _backoff(ev, frozenset({429}), "429")
 
 
+@check("RTY-05", final=True)
 def check_rty_05(ev: Evidence) -> Finding:
     """5xx: the 429 policy."""
     return _policy(ev, SERVER_ERRORS, "5xx (500/502/503/504/529)")
 
 
+@check("RTY-04", final=True)
 def check_rty_04(ev: Evidence) -> Finding:
     """Up to 10 retries per request and mode: never more, and never giving up earlier."""
     expected = (
@@ -285,6 +301,7 @@ def check_rty_04(ev: Evidence) -> Finding:
     return passed(expected, "; ".join(notes))
 
 
+@check("RTY-07", final=True)
 def check_rty_07(ev: Evidence) -> Finding:
     """Non-retryable 4xx never followed by the identical request."""
     expected = f"statuses {sorted(NON_RETRYABLE)} are never resent with an identical body"
@@ -306,6 +323,7 @@ def check_rty_07(ev: Evidence) -> Finding:
     return passed(expected, "not resent verbatim: " + ", ".join(seen))
 
 
+@check("RTY-08")
 def check_rty_08(ev: Evidence) -> Finding:
     """Jitter is real: observed/nominal backoff ratios are not all equal beyond timing noise."""
     expected = "backoff delays differ from their nominal values by differing ratios"
@@ -336,6 +354,7 @@ def _diff_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
+@check("RTY-12", final=True)
 def check_rty_12(ev: Evidence) -> Finding:
     """Every retry carries exactly the body of the failed attempt."""
     expected = "each retry's body equals the failed attempt's body"
@@ -351,21 +370,6 @@ def check_rty_12(ev: Evidence) -> Finding:
                 f"in {_diff_keys(a, b)}",
             )
     return passed(expected, f"{len(retries)} retries, all identical")
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "RTY-01": check_rty_01,
-    "RTY-03": check_rty_03,
-    "RTY-04": check_rty_04,
-    "RTY-05": check_rty_05,
-    "RTY-07": check_rty_07,
-    "RTY-08": check_rty_08,
-    "RTY-12": check_rty_12,
-    "RTY-02": check_rty_02,
-    "RTY-13": check_rty_13,
-    "RTY-16": check_rty_16,
-    "RTY-06": check_rty_06,
-}
 
 
 # --- RTY-09, -10, -11, -14, -15 ---------------------------------------------------------------
@@ -406,6 +410,7 @@ def background(entry: ChatEntry) -> bool:
     )
 
 
+@check("RTY-09", final=True)
 def check_rty_09(ev: Evidence) -> Finding:
     """A background (title) request that gets 429 or 529 is not retried."""
     expected = "a background request answered 429 or 529 is never sent again"
@@ -435,6 +440,7 @@ def expired_401(entry: ChatEntry) -> bool:
     return _status(entry) == 401 and "expired" in _sent(entry).lower()
 
 
+@check("RTY-10", final=True)
 def check_rty_10(ev: Evidence) -> Finding:
     """A 401 for expired credentials is retried exactly once (after a refresh): one identical
     resend, and none after a second expired 401. The refreshed credential itself is not
@@ -492,6 +498,7 @@ def _out_limit(entry: ChatEntry) -> int | None:
     return v if isinstance(v, int) else None
 
 
+@check("RTY-11", final=True)
 def check_rty_11(ev: Evidence) -> Finding:
     """Input + max output over the window: the same messages are resent with a maximum output
     lowered to fit (at most window - input)."""
@@ -528,6 +535,7 @@ def check_rty_11(ev: Evidence) -> Finding:
 EXCESSIVE_WAIT_S = 300.0
 
 
+@check("RTY-14", final=True)
 def check_rty_14(ev: Evidence) -> Finding:
     """An excessive server-asked wait is not slept: the error surfaces, or the retry comes
     after a bounded wait (at most EXCESSIVE_WAIT_S and less than half the asked wait)."""
@@ -565,6 +573,7 @@ def check_rty_14(ev: Evidence) -> Finding:
     return passed(expected, "; ".join(judged))
 
 
+@check("RTY-15", final=True)
 def check_rty_15(ev: Evidence) -> Finding:
     """x-should-retry: false suppresses a retry; true forces one whatever the status."""
     expected = (
@@ -595,21 +604,3 @@ def check_rty_15(ev: Evidence) -> Finding:
     if not judged:
         return not_applicable(expected, "no failed response with x-should-retry in this run")
     return passed(expected, "; ".join(judged))
-
-
-CHECKS.update(
-    {
-        "RTY-09": check_rty_09,
-        "RTY-10": check_rty_10,
-        "RTY-11": check_rty_11,
-        "RTY-14": check_rty_14,
-        "RTY-15": check_rty_15,
-    }
-)
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-# Each FAIL is a retry sent too early, too late, once too often, or one that should not have
-# been sent; "never retried" waits for the turn's end. RTY-08 is left out: more retries can
-# show the jitter that a few did not.
-FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS) - {"RTY-08"}

@@ -9,22 +9,28 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
 from typing import Any
 
+from conformance.catalogue import by_id
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.evidence import RETRYABLE_STATUSES, Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 
 __all__ = [
-    "CHECKS",
-    "FINAL_ON_PARTIAL",
     "WireReply",
     "broke_after_headers",
     "same_request",
     "wire_reply",
 ]
+
+# final=True (see registry.py): a wrong next request, a resend, attempts past a budget. Left
+# out: STR-02 (a removal may still come), STR-11 (usage is recorded by the end), STR-15 (its only
+# failure is a re-attempt that never came).
+
+# Attempts one request may take in one mode: the first plus RTY-04's retries (10, so 11).
+ATTEMPTS_PER_MODE = 1 + int(by_id("RTY-04").numbers["retries"])
 
 MID_STREAM_FAULTS = frozenset(
     {"cut", "stall", "end_without_finish", "malformed_event", "in_band_error"}
@@ -71,18 +77,22 @@ def _fallback(ev: Evidence, faults: frozenset[str], label: str) -> Finding:
     return passed(expected, f"{judged} fallback(s) with the same messages, stream false")
 
 
+@check("STR-01", final=True)
 def check_str_01(ev: Evidence) -> Finding:
     return _fallback(ev, frozenset({"cut", "stall"}), "a stream failing after headers")
 
 
+@check("STR-08", final=True)
 def check_str_08(ev: Evidence) -> Finding:
     return _fallback(ev, frozenset({"end_without_finish"}), "a stream ending without finish")
 
 
+@check("STR-14", final=True)
 def check_str_14(ev: Evidence) -> Finding:
     return _fallback(ev, frozenset({"malformed_event"}), "a malformed SSE event")
 
 
+@check("STR-09", final=True)
 def check_str_09(ev: Evidence) -> Finding:
     """A healthy stream is never followed by a non-streaming resend of the same request."""
     expected = "a complete stream with finish_reason is not resent with stream: false"
@@ -100,6 +110,7 @@ def check_str_09(ev: Evidence) -> Finding:
     return passed(expected, f"{healthy} healthy stream(s), none resent")
 
 
+@check("STR-15")
 def check_str_15(ev: Evidence) -> Finding:
     """An in-band error event is a failure: the request is made again (either mode)."""
     expected = "after an in-band error event in a 200 stream, the request is made again"
@@ -117,6 +128,7 @@ def check_str_15(ev: Evidence) -> Finding:
     return passed(expected, f"{judged} in-band error(s), each followed by a new attempt")
 
 
+@check("STR-03", final=True)
 def check_str_03(ev: Evidence) -> Finding:
     """Tool calls of a broken stream are never executed before a good response carries them."""
     expected = "no tool call from a failed streaming attempt is executed"
@@ -151,20 +163,12 @@ def check_str_03(ev: Evidence) -> Finding:
     return passed(expected, f"{judged} failed stream(s) with tool calls; none executed")
 
 
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "STR-01": check_str_01,
-    "STR-03": check_str_03,
-    "STR-08": check_str_08,
-    "STR-09": check_str_09,
-    "STR-14": check_str_14,
-    "STR-15": check_str_15,
-}
-
-
+@check("STR-05", final=True)
 def check_str_05(ev: Evidence) -> Finding:
     """Failures before headers: 11 streaming attempts, then one non-streaming fallback."""
+    n = ATTEMPTS_PER_MODE
     expected = (
-        "failures before headers exhaust 11 streaming attempts before one non-streaming "
+        f"failures before headers exhaust {n} streaming attempts before one non-streaming "
         "request with the same messages"
     )
     chat = ev.chat()
@@ -175,7 +179,7 @@ def check_str_05(ev: Evidence) -> Finding:
         return not_applicable(expected, "no streaming failure before headers in this run")
     if not all(is_failed(e) for e in streamed):
         return not_applicable(expected, "a streaming attempt succeeded; no fallback needed")
-    if len(streamed) > 11 or (first_plain is not None and len(streamed) < 11):
+    if len(streamed) > n or (first_plain is not None and len(streamed) < n):
         return failed(expected, f"{len(streamed)} streaming attempts before the fallback")
     if first_plain is None:
         status = response_of(streamed[-1]).get("status")
@@ -183,18 +187,15 @@ def check_str_05(ev: Evidence) -> Finding:
             return not_applicable(expected, f"the stream ended on status {status}: not retryable")
         if not turn_over(ev):
             return not_applicable(expected, "the turn has not ended: the fallback may still come")
-        if len(streamed) < 11:
+        if len(streamed) < n:
             return failed(expected, f"{len(streamed)} streaming attempts and no fallback")
-        return failed(expected, "no non-streaming request after 11 streaming failures")
+        return failed(expected, f"no non-streaming request after {n} streaming failures")
     diff = _same_request(streamed[-1], chat[first_plain])
     if diff:
         return failed(expected, f"the fallback differs in {diff}")
     return passed(
-        expected, f"11 streaming attempts, then non-streaming seq {chat[first_plain].get('seq')}"
+        expected, f"{n} streaming attempts, then non-streaming seq {chat[first_plain].get('seq')}"
     )
-
-
-CHECKS["STR-05"] = check_str_05
 
 
 # --- reading what the gateway actually sent ------------------------------------------------
@@ -332,6 +333,7 @@ def _turn_reason(ev: Evidence) -> str | None:
 # --- STR-02: partial messages withdrawn by id ---------------------------------------------
 
 
+@check("STR-02")
 def check_str_02(ev: Evidence) -> Finding:
     """Every message shown while a stream that later broke was read is removed by id."""
     expected = (
@@ -377,6 +379,7 @@ def check_str_02(ev: Evidence) -> Finding:
 # --- STR-04: no fallback on user abort -----------------------------------------------------
 
 
+@check("STR-04", final=True)
 def check_str_04(ev: Evidence) -> Finding:
     """After the user aborts a stream, the request is not sent again (no fallback)."""
     expected = "a stream the user aborted is not resent (no non-streaming fallback)"
@@ -408,10 +411,8 @@ def check_str_04(ev: Evidence) -> Finding:
 
 # --- STR-06: a failed fallback surfaces the error ------------------------------------------
 
-# Attempts one request may take in one mode: the first plus 10 retries (RTY-04).
-ATTEMPTS_PER_MODE = 11
 
-
+@check("STR-06", final=True)
 def check_str_06(ev: Evidence) -> Finding:
     """A fallback that fails too ends in a shown error, with no second fallback and no loop."""
     expected = (
@@ -472,6 +473,7 @@ def check_str_06(ev: Evidence) -> Finding:
 # --- STR-07: nothing streamed, fallback without removal ------------------------------------
 
 
+@check("STR-07", final=True)
 def check_str_07(ev: Evidence) -> Finding:
     """A stream that broke before any content goes straight to the fallback, no removal."""
     expected = (
@@ -512,6 +514,7 @@ def check_str_07(ev: Evidence) -> Finding:
 # --- STR-10: idle watchdog -----------------------------------------------------------------
 
 
+@check("STR-10", final=True)
 def check_str_10(ev: Evidence) -> Finding:
     """A stream that goes silent after headers is abandoned and recovered before it resumes."""
     expected = (
@@ -561,6 +564,7 @@ def _usage_total(entries: list[ChatEntry]) -> dict[str, int]:
     return out
 
 
+@check("STR-11")
 def check_str_11(ev: Evidence) -> Finding:
     """The usage the agent records equals the usage of its successful requests only."""
     expected = "the usage recorded for the turn counts only the requests that succeeded"
@@ -590,6 +594,7 @@ def check_str_11(ev: Evidence) -> Finding:
 # --- STR-12: the fallback can be switched off ----------------------------------------------
 
 
+@check("STR-12", final=True)
 def check_str_12(ev: Evidence) -> Finding:
     """With stream_fallback off, a broken stream is not resent without streaming."""
     expected = "with config stream_fallback: false, a broken stream gets no non-streaming resend"
@@ -618,6 +623,7 @@ def check_str_12(ev: Evidence) -> Finding:
 # --- STR-13: finish_reason without [DONE] ----------------------------------------------------
 
 
+@check("STR-13", final=True)
 def check_str_13(ev: Evidence) -> Finding:
     """A stream with finish_reason but no [DONE] is a finished turn: never resent.
 
@@ -650,6 +656,7 @@ def check_str_13(ev: Evidence) -> Finding:
 MAX_EMPTY = 2 * ATTEMPTS_PER_MODE
 
 
+@check("STR-16", final=True)
 def check_str_16(ev: Evidence) -> Finding:
     """An empty 200 reply is retried, a bounded number of times, never taken as the answer."""
     expected = (
@@ -690,24 +697,3 @@ def check_str_16(ev: Evidence) -> Finding:
     if not judged:
         return not_applicable(expected, "no empty reply in this run")
     return passed(expected, f"{judged} request(s) got empty replies; each retried, bounded")
-
-
-CHECKS.update(
-    {
-        "STR-02": check_str_02,
-        "STR-04": check_str_04,
-        "STR-06": check_str_06,
-        "STR-07": check_str_07,
-        "STR-10": check_str_10,
-        "STR-11": check_str_11,
-        "STR-12": check_str_12,
-        "STR-13": check_str_13,
-        "STR-16": check_str_16,
-    }
-)
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py): a wrong next request, a
-# resend, attempts past a budget. Left out: STR-02 (a removal may still come), STR-11 (usage is
-# recorded by the end), STR-15 (its only failure is a re-attempt that never came).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS) - {"STR-02", "STR-11", "STR-15"}
