@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
@@ -72,12 +72,23 @@ class Criterion:
     source: str
     capability: str | None = None
     dialects: tuple[str, ...] = DIALECTS
-    # Read-only; left out of the hash (a mapping has none), kept in equality.
-    numbers: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}), hash=False)
+
+    @property
+    def numbers(self) -> Mapping[str, float]:
+        """The criterion's own numbers, by name (read-only; empty when it has none).
+
+        Not a field: the fields are what the results document carries of a criterion
+        (``dataclasses.asdict``), and the numbers are the checks' business.
+        """
+        return _NUMBERS.get(self.id, _NO_NUMBERS)
 
 
-def _criterion(area: str, row: Any, where: str) -> Criterion:
-    """One row of an area file, checked field by field."""
+_NUMBERS: dict[str, Mapping[str, float]] = {}
+_NO_NUMBERS: Mapping[str, float] = MappingProxyType({})
+
+
+def _criterion(area: str, row: Any, where: str) -> tuple[Criterion, Mapping[str, float]]:
+    """One row of an area file, checked field by field, and its numbers."""
     if not isinstance(row, dict):
         raise CatalogueError(f"{where}: a row is a mapping of fields, not {type(row).__name__}")
     unknown = sorted(set(row) - set(_REQUIRED) - set(_OPTIONAL))
@@ -112,7 +123,7 @@ def _criterion(area: str, row: Any, where: str) -> Criterion:
         for k, v in numbers.items()
     ):
         raise CatalogueError(f"{where}: numbers {numbers!r} are not a mapping of name to number")
-    return Criterion(
+    criterion = Criterion(
         id=cid,
         level=row["level"],
         area=area,
@@ -121,8 +132,8 @@ def _criterion(area: str, row: Any, where: str) -> Criterion:
         source=row["source"],
         capability=capability,
         dialects=tuple(dialects),
-        numbers=MappingProxyType(dict(numbers)),
     )
+    return criterion, MappingProxyType(dict(numbers))
 
 
 def _load() -> tuple[dict[str, str], tuple[Criterion, ...]]:
@@ -149,7 +160,10 @@ def _load() -> tuple[dict[str, str], tuple[Criterion, ...]]:
         areas[area] = doc["name"]
         for n, row in enumerate(doc["criteria"], 1):
             cid = row.get("id") if isinstance(row, dict) else None
-            rows.append(_criterion(area, row, f"{name}, row {n} ({cid or 'no id'})"))
+            criterion, numbers = _criterion(area, row, f"{name}, row {n} ({cid or 'no id'})")
+            rows.append(criterion)
+            if numbers:
+                _NUMBERS[criterion.id] = numbers
     seen: set[str] = set()
     for c in rows:
         if c.id in seen:

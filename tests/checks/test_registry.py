@@ -1,6 +1,7 @@
-"""The registry holds exactly the checks declared before the @check decorator replaced the
-per-module CHECKS dicts and FINAL_ON_PARTIAL sets: pinned here, so that none is lost or added
-unnoticed. A new check is added to these pins by hand, with its criterion."""
+"""The registry keeps every check declared before the @check decorator replaced the per-module
+CHECKS dicts and FINAL_ON_PARTIAL sets, with the same function and the same flags: pinned here,
+so that none is lost or changes meaning unnoticed. A check added later is not pinned (adding a
+criterion does not touch this file); it is held by its own test and the docs page's columns."""
 
 from __future__ import annotations
 
@@ -176,19 +177,19 @@ PINNED_FINAL = {
 PINNED_INVARIANTS = ["RSN-04", "TOL-06", "LOP-04", "ERR-05", "DBG-02"]
 
 
-def test_checks_are_the_pinned_ones() -> None:
+def test_the_pinned_checks_are_all_there() -> None:
     got = {cid: f"{fn.__module__.rsplit('.', 1)[1]}.{fn.__name__}" for cid, fn in CHECKS.items()}
-    assert got == PINNED_CHECKS
+    assert {cid: got.get(cid) for cid in PINNED_CHECKS} == PINNED_CHECKS
 
 
-def test_final_on_partial_is_the_pinned_set() -> None:
-    assert FINAL_ON_PARTIAL == PINNED_FINAL
+def test_final_on_partial_keeps_the_pinned_set() -> None:
+    assert FINAL_ON_PARTIAL & set(PINNED_CHECKS) == PINNED_FINAL
     assert set(CHECKS) >= FINAL_ON_PARTIAL
 
 
 def test_invariants_are_the_pinned_ones_in_catalogue_order() -> None:
     # The runner appends them to every scenario's criteria in this order.
-    assert list(INVARIANTS) == PINNED_INVARIANTS
+    assert [cid for cid in INVARIANTS if cid in PINNED_CHECKS] == PINNED_INVARIANTS
     assert all(INVARIANTS[cid] is CHECKS[cid] for cid in INVARIANTS)
 
 
