@@ -42,7 +42,7 @@ JITTER_LOW = by_id("RTY-03").numbers["jitter_low"]
 JITTER_HIGH = by_id("RTY-03").numbers["jitter_high"]
 MAX_RETRIES = int(by_id("RTY-04").numbers["retries"])
 # The longest wait a correct agent may take for an excessive asked wait (RTY-14).
-EXCESSIVE_WAIT_S = 300.0
+EXCESSIVE_WAIT_S = float(by_id("RTY-14").numbers["max_wait_s"])
 # Tool retries of a transient failure (TOL-07): at most this long in all, nominal.
 TOOL_RETRY_ALLOWANCE_S = 2.0
 # A tool without a scenario limit is given up after this long (the reference agent's default).

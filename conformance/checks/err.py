@@ -16,7 +16,7 @@ from conformance.checks.ctx import is_compaction, is_media_error, is_prompt_too_
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.mfb import is_overload
-from conformance.checks.rty import background
+from conformance.checks.rty_cases import background
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 

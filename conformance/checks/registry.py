@@ -38,6 +38,7 @@ from conformance.checks import (
     mfb,
     rsn,
     rty,
+    rty_cases,
     str_,
     str_events,
     tjs,
@@ -51,7 +52,24 @@ from conformance.evidence import Evidence
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL", "INVARIANTS", "check_for", "run_check"]
 
 # Imported for their @check lines, which fill the declarations.
-_AREAS = (rty, str_, str_events, trn, rsn, tjs, tol, fmt, lop, ctx, mfb, err, dbg, ctl, invariants)
+_AREAS = (
+    rty,
+    rty_cases,
+    str_,
+    str_events,
+    trn,
+    rsn,
+    tjs,
+    tol,
+    fmt,
+    lop,
+    ctx,
+    mfb,
+    err,
+    dbg,
+    ctl,
+    invariants,
+)
 
 _DECLARED = declared()
 _IN_ORDER = [c.id for c in CATALOGUE if c.id in _DECLARED]

@@ -107,6 +107,7 @@ def test_the_numbers_the_checks_read() -> None:
         "jitter_high": 1.25,
     }
     assert dict(by_id("RTY-04").numbers) == {"retries": 10}
+    assert dict(by_id("RTY-14").numbers) == {"max_wait_s": 300}
     assert "up to 10 times" in by_id("RTY-04").text
     assert dict(by_id("TRN-04").numbers) == {"recoveries": 3}
     assert dict(by_id("LOP-05").numbers) == {"failures": 3}
@@ -117,11 +118,12 @@ def test_the_numbers_the_checks_read() -> None:
 
 def test_the_checks_use_the_rows_numbers() -> None:
     from conformance import deadlines
-    from conformance.checks import fmt, lop, rty, str_, trn
+    from conformance.checks import fmt, lop, rty, rty_cases, str_, trn
     from conformance.evidence import nominal_backoff
 
     assert (rty.MAX_RETRIES, rty.JITTER_LOW, rty.JITTER_HIGH) == (10, 0.75, 1.25)
     assert (deadlines.MAX_RETRIES, deadlines.JITTER_LOW, deadlines.JITTER_HIGH) == (10, 0.75, 1.25)
+    assert rty_cases.EXCESSIVE_WAIT_S == deadlines.EXCESSIVE_WAIT_S == 300.0
     assert str_.ATTEMPTS_PER_MODE == 11 and str_.MAX_EMPTY == 22
     assert trn.MAX_RECOVERIES == 3
     assert (lop.COMPACTION_BREAKER, lop.TEXT_REPEATS) == (3, 3)
