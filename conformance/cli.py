@@ -30,7 +30,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the criteria catalogue: ID, level, title, and the scenarios "
         "that exercise each criterion.",
     )
-    lst.add_argument("--json", action="store_true", help="machine-readable output")
+    fmt = lst.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="machine-readable output")
+    fmt.add_argument(
+        "--markdown",
+        action="store_true",
+        help="the catalogue as the Markdown page docs/criteria.md "
+        "(conformance list --markdown > docs/criteria.md)",
+    )
     lst.add_argument(
         "--scenarios",
         type=Path,
@@ -101,7 +108,11 @@ def _scenarios_by_criterion(directory: Path) -> dict[str, list[str]]:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from conformance.catalogue import CATALOGUE
+    from conformance.catalogue import CATALOGUE, as_markdown
+
+    if args.markdown:
+        sys.stdout.write(as_markdown())
+        return 0
     from scenarios import SCENARIO_DIR
 
     index = _scenarios_by_criterion(args.scenarios or SCENARIO_DIR)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conformance.catalogue import by_id
 from conformance.evidence import RETRYABLE_STATUSES, nominal_backoff
 from fakes import Scenario, Step
 from fakes.plan import make_plan
@@ -37,11 +38,11 @@ DEADLINE_GRACE_S = 5.0
 # Real seconds per model request: connection set-up, parsing, the agent's own work.
 ATTEMPT_OVERHEAD_S = 0.05
 # The edges of the jitter band (RTY-03) and the retry budget of one request (RTY-04).
-JITTER_LOW = 0.75
-JITTER_HIGH = 1.25
-MAX_RETRIES = 10
+JITTER_LOW = by_id("RTY-03").numbers["jitter_low"]
+JITTER_HIGH = by_id("RTY-03").numbers["jitter_high"]
+MAX_RETRIES = int(by_id("RTY-04").numbers["retries"])
 # The longest wait a correct agent may take for an excessive asked wait (RTY-14).
-EXCESSIVE_WAIT_S = 300.0
+EXCESSIVE_WAIT_S = float(by_id("RTY-14").numbers["max_wait_s"])
 # Tool retries of a transient failure (TOL-07): at most this long in all, nominal.
 TOOL_RETRY_ALLOWANCE_S = 2.0
 # A tool without a scenario limit is given up after this long (the reference agent's default).

@@ -15,6 +15,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any, TypeGuard, cast
 
 from conformance.canon import canonical_journal
+from conformance.catalogue import by_id
 from fakes.journal import ChatEntry, Entry, Journal, Response, ToolEntry
 
 __all__ = [
@@ -37,11 +38,16 @@ SLACK_REAL_S = 0.005
 LATE_SLACK_REAL_S = 0.025
 
 
+# RTY-03's backoff: a base delay doubling per retry, up to a cap (seconds).
+_BACKOFF = by_id("RTY-03").numbers
+
+
 def nominal_backoff(n: int) -> float:
-    """Nominal delay in seconds before retry ``n`` (1-based): min(32, 0.5 * 2^(n-1))."""
+    """Nominal delay in seconds before retry ``n`` (1-based): min(cap, base * 2^(n-1)), RTY-03's
+    numbers (min(32, 0.5 * 2^(n-1)))."""
     if n < 1:
         raise ValueError(f"retry number must be >= 1, got {n}")
-    return min(32.0, 0.5 * 2.0 ** (n - 1))
+    return min(float(_BACKOFF["cap_s"]), _BACKOFF["base_s"] * 2.0 ** (n - 1))
 
 
 def _injected_after_done(sent: str, params: dict[str, Any]) -> bool:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence, response_of
 from fakes.journal import ToolEntry
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL"]
+__all__: list[str] = []
 
 
+@check("CTL-01", final=True)
 def check_ctl_01(ev: Evidence) -> Finding:
     """After the user abort, no chat request and no tool call reaches the gateway."""
     expected = "after the abort, no further request: no retry, fallback or continuation"
@@ -31,6 +32,7 @@ def check_ctl_01(ev: Evidence) -> Finding:
     return passed(expected, f"nothing sent after the aborted request (seq {hit.get('seq')})")
 
 
+@check("ERR-02")
 def check_err_02(ev: Evidence) -> Finding:
     """The user sees no error when the turn succeeded, and one error when it failed."""
     expected = "no error shown on a completed turn; exactly one on a failed turn"
@@ -60,6 +62,7 @@ def _blocked(entry: ToolEntry) -> str | None:
     return None
 
 
+@check("CTL-02", final=True)
 def check_ctl_02(ev: Evidence) -> Finding:
     """After a stop hook's block, the hook is not called again and the turn is not rerun."""
     expected = "after the hook's block: no further stop_hook call and no further model request"
@@ -80,14 +83,3 @@ def check_ctl_02(ev: Evidence) -> Finding:
             expected, f"{what} seq {e.get('seq')} after the block (seq {block.get('seq')})"
         )
     return passed(expected, f"block at seq {block.get('seq')} ({_blocked(block)!r}); nothing after")
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "CTL-01": check_ctl_01,
-    "CTL-02": check_ctl_02,
-    "ERR-02": check_err_02,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"CTL-01", "CTL-02"})

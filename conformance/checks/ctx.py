@@ -9,23 +9,25 @@ message's tool calls must follow it directly, one ``tool`` message per call id.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 
 __all__ = [
-    "CHECKS",
-    "FINAL_ON_PARTIAL",
     "MEDIA_PART_TYPES",
     "is_compaction",
     "is_media_error",
     "is_prompt_too_long",
     "unpaired_calls",
 ]
+
+# final=True (see registry.py), all of them: a request resent verbatim, sent unpaired or with
+# media, a second compaction or a request after the second overflow; what must eventually follow
+# is judged once the turn ended.
 
 MEDIA_PART_TYPES = frozenset(
     {"image_url", "input_image", "image", "file", "input_file", "input_audio", "document"}
@@ -110,6 +112,7 @@ def _main(ev: Evidence) -> list[ChatEntry]:
     return [e for e in ev.chat() if not is_compaction(e)]
 
 
+@check("CTX-01", final=True)
 def check_ctx_01(ev: Evidence) -> Finding:
     """Prompt too long: not resent verbatim; at most one compaction, then a retry."""
     expected = (
@@ -166,6 +169,7 @@ def check_ctx_01(ev: Evidence) -> Finding:
     )
 
 
+@check("CTX-02", final=True)
 def check_ctx_02(ev: Evidence) -> Finding:
     """A second overflow after the compaction ends the turn with the original error."""
     expected = (
@@ -209,6 +213,7 @@ def check_ctx_02(ev: Evidence) -> Finding:
     )
 
 
+@check("CTX-03", final=True)
 def check_ctx_03(ev: Evidence) -> Finding:
     """Every request pairs each tool call with a result; unpaired history calls are repaired."""
     expected = "every tool call in a request is followed by its result (placeholders for gaps)"
@@ -247,6 +252,7 @@ def check_ctx_03(ev: Evidence) -> Finding:
     return passed(expected, f"{len(main)} request(s); unpaired call(s) {gaps} answered in each")
 
 
+@check("CTX-04", final=True)
 def check_ctx_04(ev: Evidence) -> Finding:
     """In training-data mode, no placeholder result is fabricated for an unpaired call."""
     expected = "training-data mode: no request carries a fabricated result for an unpaired call"
@@ -271,6 +277,7 @@ def check_ctx_04(ev: Evidence) -> Finding:
     return passed(expected, f"{len(main)} request(s), none with a result for {sorted(gaps)}")
 
 
+@check("CTX-05", final=True)
 def check_ctx_05(ev: Evidence) -> Finding:
     """After a media-too-large error, the request is retried without the media."""
     expected = "after a media-too-large error, the next request is sent without media parts"
@@ -295,18 +302,3 @@ def check_ctx_05(ev: Evidence) -> Finding:
         f"seq {nxt.get('seq')} retried without the "
         f"{_media_parts(_messages(e))} media part(s) of seq {e.get('seq')}",
     )
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "CTX-01": check_ctx_01,
-    "CTX-02": check_ctx_02,
-    "CTX-03": check_ctx_03,
-    "CTX-04": check_ctx_04,
-    "CTX-05": check_ctx_05,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py): a request resent verbatim,
-# sent unpaired or with media, a second compaction or a request after the second overflow; what
-# must eventually follow is judged once the turn ended.
-FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS)

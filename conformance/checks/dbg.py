@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence, response_of
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "DUMP_KEYS", "leaks"]
+__all__ = ["DUMP_KEYS", "leaks"]
 
 DUMP_KEYS = ("messages", "model", "config", "error")
 
 
+@check("DBG-01")
 def check_dbg_01(ev: Evidence) -> Finding:
     """After an HTTP 400, a JSON dump with messages, model, config and error exists."""
     expected = f"after HTTP 400, a JSON file in debug_dir with keys {list(DUMP_KEYS)}"
@@ -99,6 +101,7 @@ def leaks(ev: Evidence) -> list[str]:
 _SENT_DATA = ("body", "body_error", "arguments")
 
 
+@check("DBG-02", final=True, invariant=True)
 def check_dbg_02(ev: Evidence) -> Finding:
     """The run's API key appears nowhere the agent wrote: events, log, debug dumps, requests.
 
@@ -127,6 +130,7 @@ _ID_KEYS = ("call_id", "callId", "id")
 _NAME_KEYS = ("name", "tool", "toolName", "tool_name")
 
 
+@check("DBG-03")
 def check_dbg_03(ev: Evidence) -> Finding:
     """One JSON record per tool call in ``debug_dir/tool-calls.jsonl`` (id, name, status)."""
     expected = f"debug_dir/{TOOL_LOG}: one JSON object per tool call with its id, name, status"
@@ -159,14 +163,3 @@ def check_dbg_03(ev: Evidence) -> Finding:
         if "status" not in r:
             return failed(expected, f"record for {c.get('call_id')!r} has no status: {r}")
     return passed(expected, f"{len(calls)} tool call(s), {len(records)} record(s) in {name}")
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "DBG-01": check_dbg_01,
-    "DBG-02": check_dbg_02,
-    "DBG-03": check_dbg_03,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"DBG-02"})

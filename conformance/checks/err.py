@@ -13,13 +13,16 @@ import re
 from collections.abc import Callable
 
 from conformance.checks.ctx import is_compaction, is_media_error, is_prompt_too_long
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.mfb import is_overload
-from conformance.checks.rty import background
+from conformance.checks.rty_cases import background
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "TYPED_KINDS", "expected_kinds"]
+__all__ = ["TYPED_KINDS", "expected_kinds"]
+
+# None is final on a run cut short (see registry.py): each judges the error the turn ended with.
 
 # Error kinds named by seed 001 (API 错误也是一种内部 assistant 消息) and the adapter protocol.
 TYPED_KINDS = frozenset(
@@ -96,6 +99,7 @@ def _ended_in_api_error(
     return last, ""
 
 
+@check("ERR-01")
 def check_err_01(ev: Evidence) -> Finding:
     """The exhausted API error is shown with a kind that names its type.
 
@@ -127,6 +131,7 @@ def check_err_01(ev: Evidence) -> Finding:
     return passed(expected, f"seq {last.get('seq')} (status {status}) shown as {kind!r}")
 
 
+@check("ERR-03")
 def check_err_03(ev: Evidence) -> Finding:
     """With a stop hook configured, no hook call follows a turn that ended in an API error."""
     expected = "no stop_hook call after a turn that ended in an API error"
@@ -174,6 +179,7 @@ def _actions(ev: Evidence) -> dict[str, Callable[[str], bool]]:
     return acts
 
 
+@check("ERR-04")
 def check_err_04(ev: Evidence) -> Finding:
     """The surfaced error names every recovery action the wire shows was tried."""
     expected = "the error shown names the recovery actions tried (retries, fallbacks, compaction)"
@@ -193,14 +199,3 @@ def check_err_04(ev: Evidence) -> Finding:
             expected, f"tried {sorted(acts)}; the error does not name {missing}: {msg[:200]!r}"
         )
     return passed(expected, f"the error names {sorted(acts)}")
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "ERR-01": check_err_01,
-    "ERR-03": check_err_03,
-    "ERR-04": check_err_04,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py): none here.
-FINAL_ON_PARTIAL: frozenset[str] = frozenset()

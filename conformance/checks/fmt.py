@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from conformance.catalogue import by_id
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence, response_of
 from fakes.journal import ToolEntry
 
 __all__ = [
-    "CHECKS",
-    "FINAL_ON_PARTIAL",
     "OVER_CHARS",
     "OVER_LINES",
     "SHORT_LINES",
@@ -35,9 +34,13 @@ __all__ = [
     "line_count",
 ]
 
-OVER_CHARS = 30000  # seed 004 §7.2.3: Bash output cut at 30000 characters
-OVER_LINES = 2000  # seed 004 §7.2.2/§7.2.3: Read's hard cap of 2000 lines
-SHORT_LINES = 100  # seed 004 §7.2.2: under 100 lines, passed through as is
+# None is final on a run cut short (see registry.py).
+
+# Over both limits, an output must be cut (FMT-01, FMT-02); under SHORT_LINES and OVER_CHARS it
+# is passed through as is (FMT-03). The criteria's own numbers, from seed 004 §7.2.
+OVER_CHARS = int(by_id("FMT-01").numbers["over_chars"])
+OVER_LINES = int(by_id("FMT-01").numbers["over_lines"])
+SHORT_LINES = int(by_id("FMT-03").numbers["short_lines"])
 # Words that make a size number an explicit cut notice (English and the seed's Chinese).
 _NOTICE = re.compile(r"truncat|omit|elided|cut |shortened|trimmed|截断|省略", re.IGNORECASE)
 # A count off by this much still matches: head/tail split mid-line, or separator newlines.
@@ -155,6 +158,7 @@ def _over_outputs(ev: Evidence, expected: str) -> tuple[list[HostedOutput], Find
     return over, None
 
 
+@check("FMT-01")
 def check_fmt_01(ev: Evidence) -> Finding:
     """Output over every limit is cut, with a notice giving its full size."""
     expected = (
@@ -199,6 +203,7 @@ def _prefix_len(a: str, b: str) -> int:
     return i
 
 
+@check("FMT-02")
 def check_fmt_02(ev: Evidence) -> Finding:
     """A cut output keeps its first and last lines and states how much was omitted."""
     expected = (
@@ -255,6 +260,7 @@ def check_fmt_02(ev: Evidence) -> Finding:
     return passed(expected, "; ".join(seen))
 
 
+@check("FMT-03")
 def check_fmt_03(ev: Evidence) -> Finding:
     """A short tool output reaches the model exactly as the tool returned it."""
     expected = (
@@ -279,14 +285,3 @@ def check_fmt_03(ev: Evidence) -> Finding:
                 f"{o.output[at : at + 40]!r}, model got {o.result[at : at + 40]!r}",
             )
     return passed(expected, f"{len(short)} short output(s) passed through verbatim")
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "FMT-01": check_fmt_01,
-    "FMT-02": check_fmt_02,
-    "FMT-03": check_fmt_03,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py): none here.
-FINAL_ON_PARTIAL: frozenset[str] = frozenset()

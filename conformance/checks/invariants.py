@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.evidence import Evidence
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL"]
+__all__: list[str] = []
 
 
 def _has_content(m: dict[str, Any]) -> bool:
@@ -18,6 +18,7 @@ def _has_content(m: dict[str, Any]) -> bool:
     return bool(c)
 
 
+@check("RSN-04", final=True, invariant=True)
 def check_rsn_04(ev: Evidence) -> Finding:
     """No assistant message without content and without tool_calls is ever sent."""
     expected = "every assistant message on the wire has content or tool_calls"
@@ -34,6 +35,7 @@ def check_rsn_04(ev: Evidence) -> Finding:
     return passed(expected, f"{n} assistant message(s) checked")
 
 
+@check("TOL-06", final=True, invariant=True)
 def check_tol_06(ev: Evidence) -> Finding:
     """In every request, each assistant tool call is answered by exactly one tool message."""
     expected = "each tool call id has exactly one tool result after it in the request"
@@ -68,6 +70,7 @@ def check_tol_06(ev: Evidence) -> Finding:
     return passed(expected, f"{calls} tool call(s) paired")
 
 
+@check("LOP-04", "ERR-05", invariant=True)
 def check_turn_end(ev: Evidence) -> Finding:
     """The turn ends exactly once, with a known reason (LOP-04, ERR-05)."""
     expected = "exactly one turn_end event with reason completed, error or aborted"
@@ -78,15 +81,3 @@ def check_turn_end(ev: Evidence) -> Finding:
     if reason not in ("completed", "error", "aborted"):
         return failed(expected, f"turn_end reason {reason!r}")
     return passed(expected, f"one turn_end, reason {reason}")
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "RSN-04": check_rsn_04,
-    "TOL-06": check_tol_06,
-    "LOP-04": check_turn_end,
-    "ERR-05": check_turn_end,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"RSN-04", "TOL-06"})

@@ -11,10 +11,11 @@ the wire cannot show: that the turn ended.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.catalogue import by_id
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.reminder import is_loop_reminder
@@ -23,8 +24,6 @@ from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry, ToolEntry
 
 __all__ = [
-    "CHECKS",
-    "FINAL_ON_PARTIAL",
     "Reply",
     "call_key",
     "is_compaction",
@@ -32,8 +31,13 @@ __all__ = [
     "reply_of",
 ]
 
-COMPACTION_BREAKER = 3  # seed 002: Claude Code's "连续 3 次" compaction circuit breaker
-TEXT_REPEATS = 3  # LOP-06: the same assistant text 3 times in a row
+# final=True (see registry.py), all of them: a tool run or offered past the cap, a compaction
+# past the breaker, a request that goes on as usual after a loop or an ignored reminder.
+
+# Consecutive compaction failures that stop compaction (LOP-05), and the same assistant text
+# this often in a row is a loop (LOP-06): the criteria's own numbers.
+COMPACTION_BREAKER = int(by_id("LOP-05").numbers["failures"])
+TEXT_REPEATS = int(by_id("LOP-06").numbers["repeats"])
 
 
 @dataclass
@@ -166,6 +170,7 @@ def _is_reminder(body: dict[str, Any], tool: str) -> bool:
     return any(is_loop_reminder(t, tool) for t in _tail_notes(body))
 
 
+@check("LOP-02", final=True)
 def check_lop_02(ev: Evidence) -> Finding:
     """A loop reminder ignored (the same call again): the tool leaves the tools list."""
     expected = (
@@ -213,6 +218,7 @@ def check_lop_02(ev: Evidence) -> Finding:
 
 
 # --- LOP-03 -----------------------------------------------------------------------------------
+@check("LOP-03", final=True)
 def check_lop_03(ev: Evidence) -> Finding:
     """With config.max_tool_calls, no more tool calls run and the turn stops at the cap."""
     cap = (ev.scenario.get("config") or {}).get("max_tool_calls")
@@ -260,6 +266,7 @@ def _compaction_failed(e: ChatEntry) -> bool:
     return r is None or not r.text.strip()
 
 
+@check("LOP-05", final=True)
 def check_lop_05(ev: Evidence) -> Finding:
     """Three consecutive compaction failures: no further compaction request."""
     expected = (
@@ -325,6 +332,7 @@ def loop_trigger(ev: Evidence) -> tuple[ChatEntry, Reply, str] | None:
     return None
 
 
+@check("LOP-06", final=True)
 def check_lop_06(ev: Evidence) -> Finding:
     """A repetition loop is acted on: a note to the model, a tool taken away, or a stop."""
     expected = (
@@ -359,17 +367,3 @@ def check_lop_06(ev: Evidence) -> Finding:
         expected,
         f"{shape} at seq {e['seq']}; seq {nxt[0]['seq']} goes on as usual (no note, same tools)",
     )
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "LOP-02": check_lop_02,
-    "LOP-03": check_lop_03,
-    "LOP-05": check_lop_05,
-    "LOP-06": check_lop_06,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py): a tool run or offered past
-# the cap, a compaction past the breaker, a request that goes on as usual after a loop or an
-# ignored reminder.
-FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS)

@@ -9,23 +9,24 @@ the failures on the primary model just before it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from conformance.checks.ctx import is_compaction
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 
 __all__ = [
-    "CHECKS",
-    "FINAL_ON_PARTIAL",
     "PRIVATE_KEYS",
     "is_access_error",
     "is_overload",
     "private_paths",
 ]
+
+# final=True (see registry.py), all of them: a switch at the wrong time, a switch back, private
+# fields sent to the fallback model; "never switched" waits for the end.
 
 # Vendor-private fields that only the model that produced them can read (contracts §5, plus
 # Google's thought signature on tool calls, seed 002).
@@ -108,6 +109,7 @@ def _describe(entry: ChatEntry | None) -> str:
     return f"seq {entry.get('seq')} status {_status(entry)}"
 
 
+@check("MFB-01", final=True)
 def check_mfb_01(ev: Evidence) -> Finding:
     """Consecutive qualifying overloads with a fallback model configured: the model switches."""
     expected = (
@@ -157,6 +159,7 @@ def check_mfb_01(ev: Evidence) -> Finding:
     )
 
 
+@check("MFB-02", final=True)
 def check_mfb_02(ev: Evidence) -> Finding:
     """A 404 or model-access error never triggers the switch to the fallback model."""
     expected = "no request uses the fallback model because of a 404 or model-access error"
@@ -186,6 +189,7 @@ def check_mfb_02(ev: Evidence) -> Finding:
     )
 
 
+@check("MFB-03", final=True)
 def check_mfb_03(ev: Evidence) -> Finding:
     """The first overload never switches the model: the next request stays on the primary."""
     expected = "the request after the first overload uses the same model (no switch on 1 overload)"
@@ -216,6 +220,7 @@ def check_mfb_03(ev: Evidence) -> Finding:
     )
 
 
+@check("MFB-04", final=True)
 def check_mfb_04(ev: Evidence) -> Finding:
     """Requests to the fallback model carry no vendor-private fields."""
     expected = f"no message sent to the fallback model holds any of {sorted(PRIVATE_KEYS)}"
@@ -248,16 +253,3 @@ def check_mfb_04(ev: Evidence) -> Finding:
 def _messages(entry: ChatEntry) -> list[Any]:
     msgs = (entry.get("body") or {}).get("messages")
     return msgs if isinstance(msgs, list) else []
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "MFB-01": check_mfb_01,
-    "MFB-02": check_mfb_02,
-    "MFB-03": check_mfb_03,
-    "MFB-04": check_mfb_04,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py): a switch at the wrong time,
-# a switch back, private fields sent to the fallback model; "never switched" waits for the end.
-FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS)

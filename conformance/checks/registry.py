@@ -1,4 +1,4 @@
-"""Criterion ID -> check function, gathered from the area modules.
+"""Criterion ID -> check function, gathered from the ``@check`` lines of the area modules.
 
 ``FINAL_ON_PARTIAL`` names the criteria whose FAIL stands on partial evidence. A run is partial
 when the agent's turn never ended (TIMEOUT, or an ERROR before ``turn_end``): the journal and the
@@ -15,15 +15,18 @@ would read as the agent ending its turn there.
 
 On a partial run the runner runs the check of every criterion in the set: a FAIL finding is the
 verdict (FAIL, or NON-STRICT for a SHOULD); any other finding leaves the verdict TIMEOUT or
-ERROR. Criteria outside the set are not judged on a partial run. Each area module declares its
-own ``FINAL_ON_PARTIAL`` next to its ``CHECKS``.
+ERROR. Criteria outside the set are not judged on a partial run. A check is put in the set by
+``final=True`` on its ``@check`` line (``conformance.checks.declare``), next to its code.
+
+``INVARIANTS`` are judged on every run, whatever criteria the scenario lists (``invariant=True``):
+the wire invariants, and DBG-02 (any run can show the key: a message, the log, a dump).
+
+All three are in catalogue order, whatever order the modules are imported in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from conformance.catalogue import by_id
+from conformance.catalogue import CATALOGUE, by_id
 from conformance.checks import (
     ctl,
     ctx,
@@ -35,37 +38,47 @@ from conformance.checks import (
     mfb,
     rsn,
     rty,
+    rty_cases,
     str_,
+    str_events,
     tjs,
     tol,
     trn,
 )
+from conformance.checks.declare import Check, declared
 from conformance.checks.finding import Finding
 from conformance.evidence import Evidence
 
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL", "INVARIANTS", "check_for", "run_check"]
 
-Check = Callable[[Evidence], Finding]
+# Imported for their @check lines, which fill the declarations.
+_AREAS = (
+    rty,
+    rty_cases,
+    str_,
+    str_events,
+    trn,
+    rsn,
+    tjs,
+    tol,
+    fmt,
+    lop,
+    ctx,
+    mfb,
+    err,
+    dbg,
+    ctl,
+    invariants,
+)
 
-_AREAS = (rty, str_, trn, rsn, tjs, tol, fmt, lop, ctx, mfb, err, dbg, ctl, invariants)
+_DECLARED = declared()
+_IN_ORDER = [c.id for c in CATALOGUE if c.id in _DECLARED]
 
-CHECKS: dict[str, Check] = {}
-for _module in _AREAS:
-    CHECKS.update(_module.CHECKS)
+CHECKS: dict[str, Check] = {cid: _DECLARED[cid].fn for cid in _IN_ORDER}
 
-FINAL_ON_PARTIAL: frozenset[str] = frozenset().union(*(m.FINAL_ON_PARTIAL for m in _AREAS))
+FINAL_ON_PARTIAL: frozenset[str] = frozenset(cid for cid in _IN_ORDER if _DECLARED[cid].final)
 
-# Checks applied to every scenario run, whatever criteria it lists: the wire invariants, and
-# DBG-02 (any run can show the key: a message, the log, a dump).
-INVARIANTS: dict[str, Check] = {**invariants.CHECKS, "DBG-02": dbg.CHECKS["DBG-02"]}
-
-for _cid in CHECKS:
-    by_id(_cid)  # a check for an unknown criterion is a programming error: fail at import
-for _module in _AREAS:
-    # A criterion is declared final where its check lives, so the claim sits next to the code.
-    _stray = sorted(_module.FINAL_ON_PARTIAL - set(_module.CHECKS))
-    if _stray:
-        raise RuntimeError(f"{_module.__name__}.FINAL_ON_PARTIAL names checks it lacks: {_stray}")
+INVARIANTS: dict[str, Check] = {cid: CHECKS[cid] for cid in _IN_ORDER if _DECLARED[cid].invariant}
 
 
 def check_for(criterion_id: str) -> Check | None:

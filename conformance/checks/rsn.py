@@ -8,15 +8,16 @@ message the agent sent back for it is the first assistant message among the adde
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
-from conformance.checks.str_ import WireReply, wire_reply
+from conformance.checks.wire import WireReply, wire_reply
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "message_text"]
+__all__ = ["message_text"]
 
 
 def message_text(m: dict[str, Any]) -> str:
@@ -62,6 +63,7 @@ def _same_reasoning(sent: object, wire: str) -> bool:
     return isinstance(sent, str) and (sent == wire or sent.strip() == wire.strip())
 
 
+@check("RSN-01", final=True)
 def check_rsn_01(ev: Evidence) -> Finding:
     """A reasoning-only truncated reply comes back with reasoning_content and explanatory text."""
     expected = (
@@ -95,6 +97,7 @@ def check_rsn_01(ev: Evidence) -> Finding:
     return passed(expected, f"{judged} reasoning-only truncation(s) carried back with a note")
 
 
+@check("RSN-02", final=True)
 def check_rsn_02(ev: Evidence) -> Finding:
     """A truncated reply with text comes back with its reasoning_content and its real text."""
     expected = (
@@ -131,6 +134,7 @@ def _empty_assistant(m: dict[str, Any]) -> bool:
     )
 
 
+@check("RSN-03", final=True)
 def check_rsn_03(ev: Evidence) -> Finding:
     """No assistant message with no text, no tool calls and no reasoning is ever sent."""
     expected = "no assistant message without text, tool calls and reasoning is sent"
@@ -156,14 +160,3 @@ def check_rsn_03(ev: Evidence) -> Finding:
     if not chances:
         return not_applicable(expected, "the run produced no empty assistant turn to filter")
     return passed(expected, f"none sent despite {' and '.join(chances)}")
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "RSN-01": check_rsn_01,
-    "RSN-02": check_rsn_02,
-    "RSN-03": check_rsn_03,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"RSN-01", "RSN-02", "RSN-03"})

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from typing import Any
 
+from conformance.catalogue import by_id
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.evidence import (
@@ -18,20 +18,27 @@ from conformance.evidence import (
 )
 from fakes.journal import ChatEntry
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "JITTER_LOW", "JITTER_HIGH", "MAX_RETRIES"]
+__all__ = ["JITTER_LOW", "JITTER_HIGH", "MAX_RETRIES", "header", "seconds", "status_of"]
 
-JITTER_LOW = 0.75
-JITTER_HIGH = 1.25
-MAX_RETRIES = 10
+# final=True (see registry.py): each FAIL is a retry sent too early, too late, once too often, or
+# one that should not have been sent; "never retried" waits for the turn's end. RTY-08 is left
+# out: more retries can show the jitter that a few did not. The cases beyond the 429 policy
+# (RTY-09, -10, -11, -14, -15) are in rty_cases.py.
+
+# RTY-03's jitter band and backoff, RTY-04's budget: the criteria's own numbers.
+_BACKOFF = by_id("RTY-03").numbers
+JITTER_LOW = _BACKOFF["jitter_low"]
+JITTER_HIGH = _BACKOFF["jitter_high"]
+MAX_RETRIES = int(by_id("RTY-04").numbers["retries"])
 NON_RETRYABLE = frozenset({400, 401, 403, 404, 422})
 SERVER_ERRORS = frozenset({500, 502, 503, 504, 529})
 
 
-def _status(entry: ChatEntry) -> int | None:
+def status_of(entry: ChatEntry) -> int | None:
     return response_of(entry).get("status")
 
 
-def _fmt(x: float) -> str:
+def seconds(x: float) -> str:
     return f"{x:.3f}s"
 
 
@@ -39,22 +46,23 @@ def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Findi
     """Every retry after a failure with one of ``statuses`` and no Retry-After waited within the
     jitter band of its nominal backoff delay."""
     expected = (
-        f"after {label} without Retry-After, retry n waits min(32, 0.5*2^(n-1)) s "
-        f"x [{JITTER_LOW}, {JITTER_HIGH}] (slack {_fmt(ev.slack)} early, "
-        f"{_fmt(ev.late_slack)} late)"
+        f"after {label} without Retry-After, retry n waits "
+        f"min({_BACKOFF['cap_s']:g}, {_BACKOFF['base_s']:g}*2^(n-1)) s "
+        f"x [{JITTER_LOW}, {JITTER_HIGH}] (slack {seconds(ev.slack)} early, "
+        f"{seconds(ev.late_slack)} late)"
     )
     judged = []
     for r in ev.retries():
-        if _status(r.failed) not in statuses or asked_wait(r.failed) is not None:
+        if status_of(r.failed) not in statuses or asked_wait(r.failed) is not None:
             continue
         nom = nominal_backoff(r.n)
         lo, hi = nom * JITTER_LOW - ev.slack, nom * JITTER_HIGH + ev.late_slack
-        judged.append(f"retry {r.n}: {_fmt(r.wait)} (nominal {nom}s)")
+        judged.append(f"retry {r.n}: {seconds(r.wait)} (nominal {nom}s)")
         if not lo <= r.wait <= hi:
             return failed(
                 expected,
-                f"retry {r.n} after status {_status(r.failed)} waited {_fmt(r.wait)}, "
-                f"outside [{_fmt(lo)}, {_fmt(hi)}]",
+                f"retry {r.n} after status {status_of(r.failed)} waited {seconds(r.wait)}, "
+                f"outside [{seconds(lo)}, {seconds(hi)}]",
             )
     if not judged:
         return _unretried(ev, statuses, expected)
@@ -67,13 +75,13 @@ def label_of(statuses: frozenset[int | None]) -> str:
 
 def _unretried(ev: Evidence, statuses: frozenset[int | None], expected: str) -> Finding:
     """No retry followed a matching failure: a fail if such a failure was seen, else n/a."""
-    seen = [e for e in ev.chat() if _status(e) in statuses and asked_wait(e) is None]
+    seen = [e for e in ev.chat() if status_of(e) in statuses and asked_wait(e) is None]
     if seen and not turn_over(ev):
         return not_applicable(expected, "the turn has not ended: the retry may still come")
     if seen:
         return failed(
             expected,
-            f"status {_status(seen[0])} (seq {seen[0].get('seq')}) was not retried in the same mode",
+            f"status {status_of(seen[0])} (seq {seen[0].get('seq')}) was not retried in the same mode",
         )
     return not_applicable(expected, f"no {label_of(statuses)} failure without Retry-After in run")
 
@@ -88,11 +96,11 @@ def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
             continue
         s = asked[0]
         lo, hi = s - ev.slack, s * JITTER_HIGH + ev.late_slack
-        judged.append(f"asked {s:.3f}s, waited {_fmt(r.wait)}")
+        judged.append(f"asked {s:.3f}s, waited {seconds(r.wait)}")
         if not lo <= r.wait <= hi:
             return failed(
                 expected,
-                f"asked {s:.3f}s, waited {_fmt(r.wait)}, outside [{_fmt(lo)}, {_fmt(hi)}]",
+                f"asked {s:.3f}s, waited {seconds(r.wait)}, outside [{seconds(lo)}, {seconds(hi)}]",
             )
     if judged:
         return passed(expected, "; ".join(judged))
@@ -102,16 +110,19 @@ def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
     return not_applicable(expected, f"no response with {label} in this run")
 
 
+@check("RTY-01", final=True)
 def check_rty_01(ev: Evidence) -> Finding:
     """429 with Retry-After seconds: the next attempt waits the asked time, not the backoff."""
     return _honoured(ev, "retry-after", "Retry-After in seconds")
 
 
+@check("RTY-02", final=True)
 def check_rty_02(ev: Evidence) -> Finding:
     """Retry-After as an HTTP-date is honoured."""
     return _honoured(ev, "retry-after-date", "Retry-After as an HTTP-date")
 
 
+@check("RTY-13", final=True)
 def check_rty_13(ev: Evidence) -> Finding:
     """retry-after-ms is honoured (and, when both are sent, preferred)."""
     return _honoured(ev, "retry-after-ms", "retry-after-ms")
@@ -142,7 +153,7 @@ def _budget(ev: Evidence, statuses: frozenset[int | None], label: str) -> str | 
         mode = "stream" if stream else "non-stream"
         for run in ev.runs(stream):
             # Attempts that were retried; the last one may still be in flight.
-            retried = [e for e in run[:-1] if _status(e) in statuses]
+            retried = [e for e in run[:-1] if status_of(e) in statuses]
             if retried and len(run) > MAX_RETRIES + 1:
                 return (
                     f"{mode}: {len(run)} consecutive attempts of one request after {label} "
@@ -153,13 +164,13 @@ def _budget(ev: Evidence, statuses: frozenset[int | None], label: str) -> str | 
                 ended
                 and last.get("response")
                 and is_failed(last)
-                and _status(last) in statuses
+                and status_of(last) in statuses
                 and asked_wait(last) is None
-                and _hdr(last, "x-should-retry") is None
+                and header(last, "x-should-retry") is None
                 and len(run) < MAX_RETRIES + 1
             ):
                 return (
-                    f"{mode}: gave up after {len(run)} attempts (last status {_status(last)}, "
+                    f"{mode}: gave up after {len(run)} attempts (last status {status_of(last)}, "
                     f"seq {last.get('seq')}): the policy retries {MAX_RETRIES} times"
                 )
     return None
@@ -222,6 +233,7 @@ def _refused(ev: Evidence) -> Finding | None:
     )
 
 
+@check("RTY-06", final=True)
 def check_rty_06(ev: Evidence) -> Finding:
     """Connection failures before headers (a reset: no status recorded; or connections
     refused for a while): the 429 policy."""
@@ -238,22 +250,26 @@ def check_rty_06(ev: Evidence) -> Finding:
     )
 
 
+@check("RTY-16", final=True)
 def check_rty_16(ev: Evidence) -> Finding:
     """408 and 409: the 429 policy."""
     return _policy(ev, frozenset({408, 409}), "408/409")
 
 
+@check("RTY-03", final=True)
 def check_rty_03(ev: Evidence) -> Finding:
     """429 without Retry-After: every retry's wait, the 32 s cap included (the budget is
     RTY-04's)."""
     return _backoff(ev, frozenset({429}), "429")
 
 
+@check("RTY-05", final=True)
 def check_rty_05(ev: Evidence) -> Finding:
     """5xx: the 429 policy."""
     return _policy(ev, SERVER_ERRORS, "5xx (500/502/503/504/529)")
 
 
+@check("RTY-04", final=True)
 def check_rty_04(ev: Evidence) -> Finding:
     """Up to 10 retries per request and mode: never more, and never giving up earlier."""
     expected = (
@@ -270,14 +286,14 @@ def check_rty_04(ev: Evidence) -> Finding:
             if len(run) > MAX_RETRIES + 1:
                 return failed(expected, f"{mode}: {len(run)} consecutive attempts of one request")
             last = run[-1]
-            retryable = _status(last) in RETRYABLE_STATUSES or not last.get("response")
+            retryable = status_of(last) in RETRYABLE_STATUSES or not last.get("response")
             # Giving up shows only once the turn ended; more attempts show at once.
             gave_up = is_failed(last) and retryable and len(run) < MAX_RETRIES + 1
             if gave_up and turn_over(ev):
                 return failed(
                     expected,
                     f"{mode}: gave up after {len(run)} attempts "
-                    f"(last status {_status(last)}, seq {last.get('seq')})",
+                    f"(last status {status_of(last)}, seq {last.get('seq')})",
                 )
             notes.append(f"{mode}: {len(run)} attempts, {failures} failed")
     if not notes:
@@ -285,20 +301,21 @@ def check_rty_04(ev: Evidence) -> Finding:
     return passed(expected, "; ".join(notes))
 
 
+@check("RTY-07", final=True)
 def check_rty_07(ev: Evidence) -> Finding:
     """Non-retryable 4xx never followed by the identical request."""
     expected = f"statuses {sorted(NON_RETRYABLE)} are never resent with an identical body"
     chat = ev.chat()
     seen = []
     for i, e in enumerate(chat):
-        if _status(e) not in NON_RETRYABLE:
+        if status_of(e) not in NON_RETRYABLE:
             continue
-        seen.append(f"{_status(e)} at seq {e.get('seq')}")
+        seen.append(f"{status_of(e)} at seq {e.get('seq')}")
         for later in chat[i + 1 :]:
             if later.get("body") == e.get("body"):
                 return failed(
                     expected,
-                    f"status {_status(e)} (seq {e.get('seq')}) resent verbatim "
+                    f"status {status_of(e)} (seq {e.get('seq')}) resent verbatim "
                     f"at seq {later.get('seq')}",
                 )
     if not seen:
@@ -306,12 +323,13 @@ def check_rty_07(ev: Evidence) -> Finding:
     return passed(expected, "not resent verbatim: " + ", ".join(seen))
 
 
+@check("RTY-08")
 def check_rty_08(ev: Evidence) -> Finding:
     """Jitter is real: observed/nominal backoff ratios are not all equal beyond timing noise."""
     expected = "backoff delays differ from their nominal values by differing ratios"
     samples = []
     for r in ev.retries():
-        if asked_wait(r.failed) is not None or _status(r.failed) not in RETRYABLE_STATUSES:
+        if asked_wait(r.failed) is not None or status_of(r.failed) not in RETRYABLE_STATUSES:
             continue
         nom = nominal_backoff(r.n)
         samples.append((r.wait / nom, ev.slack / nom))
@@ -336,6 +354,7 @@ def _diff_keys(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
 
+@check("RTY-12", final=True)
 def check_rty_12(ev: Evidence) -> Finding:
     """Every retry carries exactly the body of the failed attempt."""
     expected = "each retry's body equals the failed attempt's body"
@@ -353,263 +372,8 @@ def check_rty_12(ev: Evidence) -> Finding:
     return passed(expected, f"{len(retries)} retries, all identical")
 
 
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "RTY-01": check_rty_01,
-    "RTY-03": check_rty_03,
-    "RTY-04": check_rty_04,
-    "RTY-05": check_rty_05,
-    "RTY-07": check_rty_07,
-    "RTY-08": check_rty_08,
-    "RTY-12": check_rty_12,
-    "RTY-02": check_rty_02,
-    "RTY-13": check_rty_13,
-    "RTY-16": check_rty_16,
-    "RTY-06": check_rty_06,
-}
-
-
-# --- RTY-09, -10, -11, -14, -15 ---------------------------------------------------------------
-def _messages(entry: ChatEntry) -> list[Any]:
-    return (entry.get("body") or {}).get("messages") or []
-
-
-def _all_text(entry: ChatEntry) -> str:
-    out: list[str] = []
-    for m in _messages(entry):
-        c = m.get("content") if isinstance(m, dict) else None
-        if isinstance(c, list):
-            out.extend(str(p.get("text", "")) for p in c if isinstance(p, dict))
-        elif c:
-            out.append(str(c))
-    return "\n".join(out)
-
-
-def _sent(entry: ChatEntry) -> str:
-    return response_of(entry).get("sent") or ""
-
-
-def _hdr(entry: ChatEntry, name: str) -> str | None:
+def header(entry: ChatEntry, name: str) -> str | None:
     for k, v in (response_of(entry).get("headers") or {}).items():
         if k.lower() == name:
             return str(v)
     return None
-
-
-def background(entry: ChatEntry) -> bool:
-    """An auxiliary title request, as the contract shapes it: non-streaming, no tools, and
-    messages that mention a title."""
-    body = entry.get("body") or {}
-    return (
-        body.get("stream") is False
-        and not body.get("tools")
-        and "title" in _all_text(entry).lower()
-    )
-
-
-def check_rty_09(ev: Evidence) -> Finding:
-    """A background (title) request that gets 429 or 529 is not retried."""
-    expected = "a background request answered 429 or 529 is never sent again"
-    chat = ev.chat()
-    judged = []
-    for i, e in enumerate(chat):
-        if not background(e) or _status(e) not in (429, 529):
-            continue
-        again = [x for x in chat[i + 1 :] if x.get("body") == e.get("body")]
-        if again:
-            return failed(
-                expected,
-                f"background request seq {e.get('seq')} ({_status(e)}) resent at seq "
-                f"{again[0].get('seq')} after {_fmt(ev.gap(e, again[0]))}",
-            )
-        judged.append(f"{_status(e)} at seq {e.get('seq')} not retried")
-    if not judged:
-        seen = sum(1 for e in chat if background(e))
-        return not_applicable(
-            expected, f"{seen} background request(s), none answered 429/529 in this run"
-        )
-    return passed(expected, "; ".join(judged))
-
-
-def expired_401(entry: ChatEntry) -> bool:
-    """A 401 whose error says the credentials expired (not merely invalid)."""
-    return _status(entry) == 401 and "expired" in _sent(entry).lower()
-
-
-def check_rty_10(ev: Evidence) -> Finding:
-    """A 401 for expired credentials is retried exactly once (after a refresh): one identical
-    resend, and none after a second expired 401. The refreshed credential itself is not
-    visible: the journal redacts authorization headers."""
-    expected = "after a 401 for expired credentials, exactly one retry of the same request"
-    chat = ev.chat()
-    i = next((k for k, e in enumerate(chat) if expired_401(e)), None)
-    if i is None:
-        return not_applicable(expected, "no 401 for expired credentials in this run")
-    same = [chat[i]]
-    for e in chat[i + 1 :]:
-        if e.get("body") != chat[i].get("body"):
-            break
-        same.append(e)
-    after_401 = [b for a, b in zip(same, same[1:], strict=False) if expired_401(a)]
-    if not after_401 and not turn_over(ev):
-        return not_applicable(expected, "the turn has not ended: the retry may still come")
-    if not after_401:
-        return failed(expected, f"the 401 at seq {chat[i].get('seq')} was never retried")
-    if len(after_401) > 1:
-        return failed(
-            expected,
-            f"{len(after_401)} retries after expired-credential 401s "
-            f"(seqs {[e.get('seq') for e in after_401]}): refresh-and-retry must happen once",
-        )
-    r = after_401[0]
-    return passed(expected, f"one retry at seq {r.get('seq')}, answered {_status(r)}")
-
-
-_OAI_WINDOW = re.compile(r"maximum context length is (\d+)", re.I)
-_OAI_INPUT = re.compile(r"(\d+) in the messages", re.I)
-_ANT_SUM = re.compile(r"(\d+)\s*\+\s*(\d+)\s*>\s*(\d+)")
-
-
-def overflow(entry: ChatEntry) -> tuple[int, int] | None:
-    """(window, input tokens) from a 400 saying input plus maximum output exceed the window,
-    in OpenAI's wording or in Anthropic's ("input length and max_tokens exceed context limit:
-    a + b > c"); None when the input alone does not fit or the reply says neither."""
-    if _status(entry) != 400:
-        return None
-    text = _sent(entry)
-    w, n = _OAI_WINDOW.search(text), _OAI_INPUT.search(text)
-    if w and n:
-        window, used = int(w.group(1)), int(n.group(1))
-    elif (m := _ANT_SUM.search(text)) and "max_tokens" in text:
-        window, used = int(m.group(3)), int(m.group(1))
-    else:
-        return None
-    return (window, used) if used < window else None
-
-
-def _out_limit(entry: ChatEntry) -> int | None:
-    body = entry.get("body") or {}
-    v = body.get("max_tokens", body.get("max_completion_tokens"))
-    return v if isinstance(v, int) else None
-
-
-def check_rty_11(ev: Evidence) -> Finding:
-    """Input + max output over the window: the same messages are resent with a maximum output
-    lowered to fit (at most window - input)."""
-    expected = (
-        "after a 400 saying input + max output exceed the window, the same messages are resent "
-        "with a max output of at most window - input"
-    )
-    chat = ev.chat()
-    judged = []
-    for i, e in enumerate(chat):
-        o = overflow(e)
-        if o is None:
-            continue
-        window, used = o
-        nxt = next((x for x in chat[i + 1 :] if _messages(x) == _messages(e)), None)
-        if nxt is None and not turn_over(ev):
-            continue  # the corrected request may still come
-        if nxt is None:
-            return failed(expected, f"the overflow at seq {e.get('seq')} was never corrected")
-        before, after = _out_limit(e), _out_limit(nxt)
-        if after is None or after > window - used or (before is not None and after >= before):
-            return failed(
-                expected,
-                f"seq {nxt.get('seq')} resent with max output {after} (was {before}; window "
-                f"{window}, input {used}, room {window - used})",
-            )
-        judged.append(f"{before} -> {after} (room {window - used}) at seq {nxt.get('seq')}")
-    if not judged:
-        return not_applicable(expected, "no input + max-output overflow 400 in this run")
-    return passed(expected, "; ".join(judged))
-
-
-# Asked waits above this are excessive; a capped retry may wait at most this long.
-EXCESSIVE_WAIT_S = 300.0
-
-
-def check_rty_14(ev: Evidence) -> Finding:
-    """An excessive server-asked wait is not slept: the error surfaces, or the retry comes
-    after a bounded wait (at most EXCESSIVE_WAIT_S and less than half the asked wait)."""
-    expected = (
-        f"after a wait of more than {EXCESSIVE_WAIT_S:g} s was asked, either no retry and an "
-        f"error shown, or a retry within min({EXCESSIVE_WAIT_S:g} s, asked/2)"
-    )
-    chat = ev.chat()
-    judged = []
-    for i, e in enumerate(chat):
-        asked = asked_wait(e)
-        if asked is None or asked[0] <= EXCESSIVE_WAIT_S:
-            continue
-        s = asked[0]
-        nxt = next((x for x in chat[i + 1 :] if _messages(x) == _messages(e)), None)
-        if nxt is not None:
-            wait = ev.gap(e, nxt)
-            bound = min(EXCESSIVE_WAIT_S, s / 2) + ev.slack
-            if wait > bound:
-                return failed(expected, f"asked {s:g}s via {asked[1]}, waited {_fmt(wait)}")
-            judged.append(f"asked {s:g}s, retried after {_fmt(wait)}")
-            continue
-        if not ev.errors() and not turn_over(ev):
-            continue  # neither the retry nor the error has come yet
-        if not ev.errors():
-            ends = [t.get("reason") for t in ev.turn_ends()]
-            return failed(
-                expected,
-                f"asked {s:g}s at seq {e.get('seq')}: no retry and no error shown "
-                f"(turn_end: {ends or 'none'})",
-            )
-        judged.append(f"asked {s:g}s, surfaced: {ev.errors()[0].get('message', '')[:100]!r}")
-    if not judged:
-        return not_applicable(expected, f"no wait above {EXCESSIVE_WAIT_S:g} s asked in this run")
-    return passed(expected, "; ".join(judged))
-
-
-def check_rty_15(ev: Evidence) -> Finding:
-    """x-should-retry: false suppresses a retry; true forces one whatever the status."""
-    expected = (
-        "after x-should-retry: false the same messages are not sent again; after "
-        "x-should-retry: true they are"
-    )
-    chat = ev.chat()
-    judged = []
-    for i, e in enumerate(chat):
-        flag = (_hdr(e, "x-should-retry") or "").strip().lower()
-        if flag not in ("true", "false") or not is_failed(e):
-            continue
-        again = next((x for x in chat[i + 1 :] if _messages(x) == _messages(e)), None)
-        if flag == "false" and again is not None:
-            return failed(
-                expected,
-                f"status {_status(e)} with x-should-retry: false (seq {e.get('seq')}) resent "
-                f"at seq {again.get('seq')}",
-            )
-        if flag == "true" and again is None and not turn_over(ev):
-            continue  # the forced retry may still come
-        if flag == "true" and again is None:
-            return failed(
-                expected,
-                f"status {_status(e)} with x-should-retry: true (seq {e.get('seq')}) not retried",
-            )
-        judged.append(f"{_status(e)} x-should-retry {flag}: {'retried' if again else 'not'}")
-    if not judged:
-        return not_applicable(expected, "no failed response with x-should-retry in this run")
-    return passed(expected, "; ".join(judged))
-
-
-CHECKS.update(
-    {
-        "RTY-09": check_rty_09,
-        "RTY-10": check_rty_10,
-        "RTY-11": check_rty_11,
-        "RTY-14": check_rty_14,
-        "RTY-15": check_rty_15,
-    }
-)
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py).
-# Each FAIL is a retry sent too early, too late, once too often, or one that should not have
-# been sent; "never retried" waits for the turn's end. RTY-08 is left out: more retries can
-# show the jitter that a few did not.
-FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS) - {"RTY-08"}

@@ -7,24 +7,32 @@ next chat attempt: it must be non-streaming and carry the same messages.
 
 from __future__ import annotations
 
-import contextlib
-import json
-from collections.abc import Callable
 from typing import Any
 
+from conformance.catalogue import by_id
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
+from conformance.checks.wire import WireReply, call_ids, request_diff, same_request, wire_reply
 from conformance.evidence import RETRYABLE_STATUSES, Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 
+# WireReply, same_request and wire_reply live in conformance.checks.wire; named here as before.
 __all__ = [
-    "CHECKS",
-    "FINAL_ON_PARTIAL",
+    "ATTEMPTS_PER_MODE",
     "WireReply",
     "broke_after_headers",
     "same_request",
+    "turn_reason",
     "wire_reply",
 ]
+
+# final=True (see registry.py): a wrong next request, a resend, attempts past a budget. Left
+# out: STR-11 (usage is recorded by the end), STR-15 (its only failure is a re-attempt that never
+# came). STR-02, -04, -06 and -07, judged on the agent's events, are in str_events.py.
+
+# Attempts one request may take in one mode: the first plus RTY-04's retries (10, so 11).
+ATTEMPTS_PER_MODE = 1 + int(by_id("RTY-04").numbers["retries"])
 
 MID_STREAM_FAULTS = frozenset(
     {"cut", "stall", "end_without_finish", "malformed_event", "in_band_error"}
@@ -39,13 +47,6 @@ def broke_after_headers(entry: ChatEntry, faults: frozenset[str] = MID_STREAM_FA
         and entry.get("fault") in faults
         and is_failed(entry)
     )
-
-
-def _same_request(a: ChatEntry, b: ChatEntry) -> list[str]:
-    """Keys in which two bodies differ, ignoring the stream flag and stream options."""
-    ignore = {"stream", "stream_options"}
-    ba, bb = a.get("body") or {}, b.get("body") or {}
-    return sorted(k for k in (set(ba) | set(bb)) - ignore if ba.get(k) != bb.get(k))
 
 
 def _fallback(ev: Evidence, faults: frozenset[str], label: str) -> Finding:
@@ -63,7 +64,7 @@ def _fallback(ev: Evidence, faults: frozenset[str], label: str) -> Finding:
         nxt = chat[i + 1]
         if Evidence.mode(nxt):
             return failed(expected, f"seq {nxt.get('seq')} after the broken stream is streaming")
-        diff = _same_request(e, nxt)
+        diff = request_diff(e, nxt)
         if diff:
             return failed(expected, f"fallback seq {nxt.get('seq')} differs in {diff}")
     if not judged:
@@ -71,18 +72,22 @@ def _fallback(ev: Evidence, faults: frozenset[str], label: str) -> Finding:
     return passed(expected, f"{judged} fallback(s) with the same messages, stream false")
 
 
+@check("STR-01", final=True)
 def check_str_01(ev: Evidence) -> Finding:
     return _fallback(ev, frozenset({"cut", "stall"}), "a stream failing after headers")
 
 
+@check("STR-08", final=True)
 def check_str_08(ev: Evidence) -> Finding:
     return _fallback(ev, frozenset({"end_without_finish"}), "a stream ending without finish")
 
 
+@check("STR-14", final=True)
 def check_str_14(ev: Evidence) -> Finding:
     return _fallback(ev, frozenset({"malformed_event"}), "a malformed SSE event")
 
 
+@check("STR-09", final=True)
 def check_str_09(ev: Evidence) -> Finding:
     """A healthy stream is never followed by a non-streaming resend of the same request."""
     expected = "a complete stream with finish_reason is not resent with stream: false"
@@ -93,13 +98,14 @@ def check_str_09(ev: Evidence) -> Finding:
             continue
         healthy += 1
         for later in chat[i + 1 :]:
-            if not Evidence.mode(later) and not _same_request(e, later):
+            if not Evidence.mode(later) and not request_diff(e, later):
                 return failed(expected, f"healthy seq {e.get('seq')} resent at {later.get('seq')}")
     if not healthy:
         return not_applicable(expected, "no healthy streaming response in this run")
     return passed(expected, f"{healthy} healthy stream(s), none resent")
 
 
+@check("STR-15")
 def check_str_15(ev: Evidence) -> Finding:
     """An in-band error event is a failure: the request is made again (either mode)."""
     expected = "after an in-band error event in a 200 stream, the request is made again"
@@ -109,7 +115,7 @@ def check_str_15(ev: Evidence) -> Finding:
         if e.get("fault") != "in_band_error" or not is_failed(e):
             continue  # an error after the stream's own end never reaches a client: no failure
         judged += 1
-        again = [x for x in chat[i + 1 :] if not _same_request(e, x)]
+        again = [x for x in chat[i + 1 :] if not request_diff(e, x)]
         if not again:
             return failed(expected, f"seq {e.get('seq')} was treated as a finished turn")
     if not judged:
@@ -117,6 +123,7 @@ def check_str_15(ev: Evidence) -> Finding:
     return passed(expected, f"{judged} in-band error(s), each followed by a new attempt")
 
 
+@check("STR-03", final=True)
 def check_str_03(ev: Evidence) -> Finding:
     """Tool calls of a broken stream are never executed before a good response carries them."""
     expected = "no tool call from a failed streaming attempt is executed"
@@ -126,12 +133,12 @@ def check_str_03(ev: Evidence) -> Finding:
     for i, e in enumerate(chat):
         if not broke_after_headers(e):
             continue
-        ids = _call_ids(e)
+        ids = call_ids(e)
         if not ids:
             continue
         judged += 1
         good = next((x for x in chat[i + 1 :] if not is_failed(x)), None)
-        good_ids = _call_ids(good) if good else set()
+        good_ids = call_ids(good) if good else set()
         good_end = Evidence.end_ns(good) if good else None
         for t in tools:
             # Only executions after the failed attempt can come from it (an id may recur).
@@ -151,20 +158,12 @@ def check_str_03(ev: Evidence) -> Finding:
     return passed(expected, f"{judged} failed stream(s) with tool calls; none executed")
 
 
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "STR-01": check_str_01,
-    "STR-03": check_str_03,
-    "STR-08": check_str_08,
-    "STR-09": check_str_09,
-    "STR-14": check_str_14,
-    "STR-15": check_str_15,
-}
-
-
+@check("STR-05", final=True)
 def check_str_05(ev: Evidence) -> Finding:
     """Failures before headers: 11 streaming attempts, then one non-streaming fallback."""
+    n = ATTEMPTS_PER_MODE
     expected = (
-        "failures before headers exhaust 11 streaming attempts before one non-streaming "
+        f"failures before headers exhaust {n} streaming attempts before one non-streaming "
         "request with the same messages"
     )
     chat = ev.chat()
@@ -175,7 +174,7 @@ def check_str_05(ev: Evidence) -> Finding:
         return not_applicable(expected, "no streaming failure before headers in this run")
     if not all(is_failed(e) for e in streamed):
         return not_applicable(expected, "a streaming attempt succeeded; no fallback needed")
-    if len(streamed) > 11 or (first_plain is not None and len(streamed) < 11):
+    if len(streamed) > n or (first_plain is not None and len(streamed) < n):
         return failed(expected, f"{len(streamed)} streaming attempts before the fallback")
     if first_plain is None:
         status = response_of(streamed[-1]).get("status")
@@ -183,93 +182,15 @@ def check_str_05(ev: Evidence) -> Finding:
             return not_applicable(expected, f"the stream ended on status {status}: not retryable")
         if not turn_over(ev):
             return not_applicable(expected, "the turn has not ended: the fallback may still come")
-        if len(streamed) < 11:
+        if len(streamed) < n:
             return failed(expected, f"{len(streamed)} streaming attempts and no fallback")
-        return failed(expected, "no non-streaming request after 11 streaming failures")
-    diff = _same_request(streamed[-1], chat[first_plain])
+        return failed(expected, f"no non-streaming request after {n} streaming failures")
+    diff = request_diff(streamed[-1], chat[first_plain])
     if diff:
         return failed(expected, f"the fallback differs in {diff}")
     return passed(
-        expected, f"11 streaming attempts, then non-streaming seq {chat[first_plain].get('seq')}"
+        expected, f"{n} streaming attempts, then non-streaming seq {chat[first_plain].get('seq')}"
     )
-
-
-CHECKS["STR-05"] = check_str_05
-
-
-# --- reading what the gateway actually sent ------------------------------------------------
-
-
-class WireReply:
-    """What one response carried on the wire: text, reasoning, tool calls, finish, usage."""
-
-    def __init__(self) -> None:
-        self.text = ""
-        self.reasoning = ""
-        self.tool_calls: list[dict[str, Any]] = []
-        self.finish_reason: str | None = None
-        self.usage: dict[str, Any] | None = None
-
-    @property
-    def empty(self) -> bool:
-        return not (self.text or self.reasoning or self.tool_calls)
-
-
-def _absorb(r: WireReply, data: object, calls: dict[int, dict[str, Any]]) -> None:
-    if not isinstance(data, dict):
-        return
-    if isinstance(data.get("usage"), dict):
-        r.usage = data["usage"]
-    for ch in data.get("choices") or []:
-        if not isinstance(ch, dict):
-            continue
-        part = ch.get("delta") or ch.get("message") or {}
-        if isinstance(part.get("content"), str):
-            r.text += part["content"]
-        r.reasoning += part.get("reasoning_content") or ""
-        for i, tc in enumerate(part.get("tool_calls") or []):
-            slot = calls.setdefault(tc.get("index", i), {"id": "", "name": "", "arguments": ""})
-            fn = tc.get("function") or {}
-            slot["id"] = tc.get("id") or slot["id"]
-            slot["name"] += fn.get("name") or ""
-            slot["arguments"] += fn.get("arguments") or ""
-        if ch.get("finish_reason"):
-            r.finish_reason = ch["finish_reason"]
-
-
-def wire_reply(entry: ChatEntry) -> WireReply:
-    """Parse the bytes the gateway wrote for a chat attempt (SSE or JSON, possibly cut)."""
-    resp = response_of(entry)
-    sent = resp.get("sent") or ""
-    r = WireReply()
-    calls: dict[int, dict[str, Any]] = {}
-    if resp.get("stream"):
-        for block in sent.replace("\r\n", "\n").split("\n\n"):
-            data = "\n".join(
-                ln[5:].removeprefix(" ") for ln in block.split("\n") if ln.startswith("data:")
-            )
-            if not data or data == "[DONE]":
-                continue
-            try:
-                _absorb(r, json.loads(data), calls)
-            except json.JSONDecodeError:
-                continue
-    else:
-        with contextlib.suppress(json.JSONDecodeError):  # a cut body: nothing parseable
-            _absorb(r, json.loads(sent), calls)
-    r.tool_calls = [calls[i] for i in sorted(calls)]
-    return r
-
-
-def _call_ids(entry: ChatEntry) -> set[str]:
-    """The tool-call ids a response carried, whatever their form (``call_``, ``toolu_``, ...):
-    read from the parsed reply, as an agent would, not matched by a pattern."""
-    return {c["id"] for c in wire_reply(entry).tool_calls if c["id"]}
-
-
-def same_request(a: ChatEntry, b: ChatEntry) -> bool:
-    """Two attempts carry the same request (the stream flag aside)."""
-    return not _same_request(a, b)
 
 
 def _step_fault(ev: Evidence, entry: ChatEntry, name: str) -> dict[str, Any]:
@@ -285,253 +206,15 @@ def _step_fault(ev: Evidence, entry: ChatEntry, name: str) -> dict[str, Any]:
     return params if isinstance(params, dict) else {}
 
 
-def _events_between(ev: Evidence, start_ns: int, end_ns: int | None) -> list[dict[str, Any]]:
-    return [
-        x
-        for x in ev.events
-        if x.get("t_ns") is not None
-        and x["t_ns"] >= start_ns
-        and (end_ns is None or x["t_ns"] < end_ns)
-    ]
-
-
-def _window_end(nxt: ChatEntry | None) -> int | None:
-    """Until when an agent's events may still belong to the attempt before ``nxt``.
-
-    Events are stamped when the harness reads them, which for an outside command can be after
-    the agent already sent its next request. Before a non-streaming next attempt the window
-    runs to that attempt's end (its own message is told apart by :func:`_is_reply_of`); before
-    a streaming one, whose content may show while it arrives, it stops at its arrival.
-    """
-    if nxt is None:
-        return None
-    return Evidence.end_ns(nxt) if not Evidence.mode(nxt) else int(nxt["t_arrival_ns"])
-
-
-def _attempt_events(ev: Evidence, start_ns: int, nxt: ChatEntry | None) -> list[dict[str, Any]]:
-    """The agent's events that may belong to the attempt begun at ``start_ns``, before ``nxt``.
-
-    Before a non-streaming next attempt whose own reply the agent showed, the window closes at
-    that reply in the order the agent wrote its events: an outside command's lines are stamped
-    when read, possibly after that attempt ended, but their order is exact. Otherwise the window
-    is one of times (:func:`_window_end`).
-    """
-    if nxt is not None and not Evidence.mode(nxt):
-        out: list[dict[str, Any]] = []
-        for x in ev.events:
-            t = x.get("t_ns")
-            if t is None or t < start_ns:
-                continue
-            if x.get("type") == "message" and _is_reply_of(x, nxt):
-                return out
-            out.append(x)
-    return _events_between(ev, start_ns, _window_end(nxt))
-
-
-def _is_reply_of(message: dict[str, Any], nxt: ChatEntry | None) -> bool:
-    """Whether a message shows the non-streaming next attempt's own reply, not the partial."""
-    if nxt is None or Evidence.mode(nxt) or message.get("t_ns", 0) < nxt["t_arrival_ns"]:
-        return False
-    r = wire_reply(nxt)
-    return (message.get("text") or "") == r.text and (message.get("reasoning") or "") in (
-        "",
-        r.reasoning,
-    )
-
-
-def _turn_end_ns(ev: Evidence) -> int | None:
-    ends: list[int] = [x["t_ns"] for x in ev.turn_ends() if x.get("t_ns") is not None]
-    return min(ends) if ends else None
-
-
-def _turn_reason(ev: Evidence) -> str | None:
+def turn_reason(ev: Evidence) -> str | None:
     ends = ev.turn_ends()
     return ends[-1].get("reason") if ends else None
-
-
-# --- STR-02: partial messages withdrawn by id ---------------------------------------------
-
-
-def check_str_02(ev: Evidence) -> Finding:
-    """Every message shown while a stream that later broke was read is removed by id."""
-    expected = (
-        "every message shown from a failed streaming attempt is withdrawn with a removed "
-        "event (by id) before the turn ends"
-    )
-    chat = ev.chat()
-    removed = {
-        x.get("id"): x.get("t_ns") for x in ev.events_of("removed") if x.get("id") is not None
-    }
-    end = _turn_end_ns(ev)
-    judged = broke = 0
-    for i, e in enumerate(chat):
-        if not broke_after_headers(e):
-            continue
-        broke += 1
-        nxt = chat[i + 1] if i + 1 < len(chat) else None
-        shown = {
-            x.get("id")
-            for x in _attempt_events(ev, int(e["t_arrival_ns"]), nxt)
-            if x.get("type") == "message"
-            and x.get("role", "assistant") == "assistant"
-            and not _is_reply_of(x, nxt)
-        }
-        for mid in sorted(shown, key=str):
-            judged += 1
-            if mid not in removed:
-                return failed(
-                    expected, f"message {mid!r} shown from broken seq {e.get('seq')} never removed"
-                )
-            when = removed[mid]
-            if end is not None and when is not None and when > end:
-                return failed(expected, f"message {mid!r} removed only after the turn ended")
-    if not broke:
-        return not_applicable(expected, "no stream broke after headers in this run")
-    if not judged:
-        return not_applicable(
-            expected, f"{broke} stream(s) broke but the agent showed no message from them"
-        )
-    return passed(expected, f"{judged} partial message(s) shown, each removed by id")
-
-
-# --- STR-04: no fallback on user abort -----------------------------------------------------
-
-
-def check_str_04(ev: Evidence) -> Finding:
-    """After the user aborts a stream, the request is not sent again (no fallback)."""
-    expected = "a stream the user aborted is not resent (no non-streaming fallback)"
-    step = (ev.scenario.get("abort") or {}).get("when_step")
-    if not isinstance(step, int):
-        return not_applicable(expected, "the scenario has no user abort")
-    chat = ev.chat()
-    hit = [
-        (i, e)
-        for i, e in enumerate(chat)
-        if e.get("step") == step and Evidence.mode(e) and response_of(e).get("status") == 200
-    ]
-    if not hit:
-        return not_applicable(expected, f"no streaming response served by step {step}")
-    i, e = hit[0]
-    resp = response_of(e)
-    # The journal may be read before the gateway notices the client left: judge by bytes.
-    if (resp.get("sent_bytes") or 0) >= (resp.get("full_bytes") or 0):
-        return not_applicable(expected, f"seq {e.get('seq')} was sent whole before the abort")
-    for later in chat[i + 1 :]:
-        if same_request(e, later):
-            how = "non-streaming fallback" if not Evidence.mode(later) else "streaming resend"
-            return failed(
-                expected,
-                f"aborted seq {e.get('seq')} was followed by a {how} (seq {later.get('seq')})",
-            )
-    return passed(expected, f"aborted stream seq {e.get('seq')} was not resent")
-
-
-# --- STR-06: a failed fallback surfaces the error ------------------------------------------
-
-# Attempts one request may take in one mode: the first plus 10 retries (RTY-04).
-ATTEMPTS_PER_MODE = 11
-
-
-def check_str_06(ev: Evidence) -> Finding:
-    """A fallback that fails too ends in a shown error, with no second fallback and no loop."""
-    expected = (
-        "when the non-streaming fallback fails, the error is shown and the request is not "
-        f"sent again (at most {ATTEMPTS_PER_MODE} fallback attempts, no new stream)"
-    )
-    chat = ev.chat()
-    start = next(
-        (
-            i
-            for i in range(1, len(chat))
-            if not Evidence.mode(chat[i])
-            and Evidence.mode(chat[i - 1])
-            and is_failed(chat[i - 1])
-            and same_request(chat[i - 1], chat[i])
-        ),
-        None,
-    )
-    if start is None:
-        return not_applicable(expected, "no non-streaming fallback after a failed stream")
-    run = [chat[start]]
-    for e in chat[start + 1 :]:
-        if Evidence.mode(e) or not is_failed(run[-1]) or not same_request(run[0], e):
-            break
-        run.append(e)
-    if len(run) > ATTEMPTS_PER_MODE:
-        # Past the budget whatever the last one got: the loop is on the wire.
-        return failed(expected, f"{len(run)} non-streaming attempts in the fallback (a loop)")
-    if not all(is_failed(e) for e in run):
-        return not_applicable(expected, "the fallback succeeded")
-    last = run[-1]
-    for later in chat[start + len(run) :]:
-        if same_request(last, later):
-            mode = "streaming" if Evidence.mode(later) else "non-streaming"
-            return failed(
-                expected,
-                f"after the failed fallback (seq {last.get('seq')}) the request was sent again "
-                f"({mode}, seq {later.get('seq')})",
-            )
-    if not turn_over(ev):
-        return not_applicable(expected, "the turn has not ended: the error may still be shown")
-    shown = [
-        x
-        for x in ev.errors()
-        if x.get("t_ns") is None or x["t_ns"] >= int(last.get("t_arrival_ns", 0))
-    ]
-    if not shown:
-        return failed(expected, f"no error shown after the failed fallback (seq {last.get('seq')})")
-    if _turn_reason(ev) == "completed":
-        return failed(expected, "the turn ended as completed after the fallback failed")
-    return passed(
-        expected,
-        f"fallback failed after {len(run)} attempt(s); error shown: "
-        f"{str(shown[-1].get('message'))[:120]!r}",
-    )
-
-
-# --- STR-07: nothing streamed, fallback without removal ------------------------------------
-
-
-def check_str_07(ev: Evidence) -> Finding:
-    """A stream that broke before any content goes straight to the fallback, no removal."""
-    expected = (
-        "a stream that broke before any content was streamed is resent at once with "
-        "stream: false, and no removal is announced"
-    )
-    chat = ev.chat()
-    judged = 0
-    for i, e in enumerate(chat):
-        if not broke_after_headers(e) or not wire_reply(e).empty:
-            continue
-        if i + 1 >= len(chat) and not turn_over(ev):
-            continue  # the fallback may still come
-        judged += 1
-        if i + 1 >= len(chat):
-            return failed(expected, f"no request after the empty broken stream seq {e.get('seq')}")
-        nxt = chat[i + 1]
-        if Evidence.mode(nxt) or not same_request(e, nxt):
-            return failed(
-                expected,
-                f"seq {nxt.get('seq')} after the empty broken stream is not the same request "
-                "with stream: false",
-            )
-        gone = [
-            x
-            for x in _events_between(ev, int(e["t_arrival_ns"]), int(nxt["t_arrival_ns"]))
-            if x.get("type") == "removed"
-        ]
-        if gone:
-            return failed(
-                expected, f"removal of {gone[0].get('id')!r} announced though nothing was streamed"
-            )
-    if not judged:
-        return not_applicable(expected, "no stream broke before streaming any content")
-    return passed(expected, f"{judged} empty broken stream(s): direct fallback, no removal")
 
 
 # --- STR-10: idle watchdog -----------------------------------------------------------------
 
 
+@check("STR-10", final=True)
 def check_str_10(ev: Evidence) -> Finding:
     """A stream that goes silent after headers is abandoned and recovered before it resumes."""
     expected = (
@@ -581,6 +264,7 @@ def _usage_total(entries: list[ChatEntry]) -> dict[str, int]:
     return out
 
 
+@check("STR-11")
 def check_str_11(ev: Evidence) -> Finding:
     """The usage the agent records equals the usage of its successful requests only."""
     expected = "the usage recorded for the turn counts only the requests that succeeded"
@@ -610,6 +294,7 @@ def check_str_11(ev: Evidence) -> Finding:
 # --- STR-12: the fallback can be switched off ----------------------------------------------
 
 
+@check("STR-12", final=True)
 def check_str_12(ev: Evidence) -> Finding:
     """With stream_fallback off, a broken stream is not resent without streaming."""
     expected = "with config stream_fallback: false, a broken stream gets no non-streaming resend"
@@ -638,6 +323,7 @@ def check_str_12(ev: Evidence) -> Finding:
 # --- STR-13: finish_reason without [DONE] ----------------------------------------------------
 
 
+@check("STR-13", final=True)
 def check_str_13(ev: Evidence) -> Finding:
     """A stream with finish_reason but no [DONE] is a finished turn: never resent.
 
@@ -657,8 +343,8 @@ def check_str_13(ev: Evidence) -> Finding:
         for later in chat[i + 1 :]:
             if same_request(e, later):
                 return failed(expected, f"seq {e.get('seq')} was resent at seq {later.get('seq')}")
-        if i + 1 == len(chat) and _turn_reason(ev) not in (None, "completed"):
-            return failed(expected, f"the turn ended {_turn_reason(ev)!r} after seq {e.get('seq')}")
+        if i + 1 == len(chat) and turn_reason(ev) not in (None, "completed"):
+            return failed(expected, f"the turn ended {turn_reason(ev)!r} after seq {e.get('seq')}")
     if not judged:
         return not_applicable(expected, "no stream ended without [DONE] in this run")
     return passed(expected, f"{judged} stream(s) without [DONE] taken as complete")
@@ -670,6 +356,7 @@ def check_str_13(ev: Evidence) -> Finding:
 MAX_EMPTY = 2 * ATTEMPTS_PER_MODE
 
 
+@check("STR-16", final=True)
 def check_str_16(ev: Evidence) -> Finding:
     """An empty 200 reply is retried, a bounded number of times, never taken as the answer."""
     expected = (
@@ -710,24 +397,3 @@ def check_str_16(ev: Evidence) -> Finding:
     if not judged:
         return not_applicable(expected, "no empty reply in this run")
     return passed(expected, f"{judged} request(s) got empty replies; each retried, bounded")
-
-
-CHECKS.update(
-    {
-        "STR-02": check_str_02,
-        "STR-04": check_str_04,
-        "STR-06": check_str_06,
-        "STR-07": check_str_07,
-        "STR-10": check_str_10,
-        "STR-11": check_str_11,
-        "STR-12": check_str_12,
-        "STR-13": check_str_13,
-        "STR-16": check_str_16,
-    }
-)
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py): a wrong next request, a
-# resend, attempts past a budget. Left out: STR-02 (a removal may still come), STR-11 (usage is
-# recorded by the end), STR-15 (its only failure is a re-attempt that never came).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset(CHECKS) - {"STR-02", "STR-11", "STR-15"}

@@ -14,10 +14,11 @@ a literal stays unparsable, however easily a lenient parser would drop the dangl
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import TRUNCATION_HINT
@@ -26,8 +27,6 @@ from conformance.evidence import Evidence, response_of
 from fakes.journal import ChatEntry, ToolEntry
 
 __all__ = [
-    "CHECKS",
-    "FINAL_ON_PARTIAL",
     "OK_BEHAVIOURS",
     "Call",
     "classify_truncated",
@@ -38,6 +37,10 @@ __all__ = [
     "sent_tool_calls",
     "tool_schemas",
 ]
+
+# final=True (see registry.py): a call run that must not be, or a result without what it must
+# say. Left out: TJS-02 and TJS-06, whose calls must run with the repaired arguments (a later run
+# may still do so).
 
 OK_BEHAVIOURS = frozenset({"output", "large_output"})
 
@@ -217,6 +220,7 @@ def _executed_args(call: Call) -> list[Any]:
     return [t.get("arguments") for t in call.executions]
 
 
+@check("TJS-02")
 def check_tjs_02(ev: Evidence) -> Finding:
     """Cut-short arguments (missing } or ") are closed, executed, and a warning appended."""
     expected = (
@@ -275,6 +279,7 @@ def _error_with_hint(kinds: frozenset[str], expected: str, what: str, ev: Eviden
     return passed(expected, f"{judged} call(s) not executed, error with the hint")
 
 
+@check("TJS-03", final=True)
 def check_tjs_03(ev: Evidence) -> Finding:
     """An unclosed '[' is not recovered: not executed, the standard error (with the hint)."""
     expected = (
@@ -286,6 +291,7 @@ def check_tjs_03(ev: Evidence) -> Finding:
     )
 
 
+@check("TJS-04", final=True)
 def check_tjs_04(ev: Evidence) -> Finding:
     """Arguments that no closing makes parse: not executed, error with the hint."""
     expected = (
@@ -297,6 +303,7 @@ def check_tjs_04(ev: Evidence) -> Finding:
     )
 
 
+@check("TJS-01", final=True)
 def check_tjs_01(ev: Evidence) -> Finding:
     """Malformed arguments in a length-finished response: not run, the error carries the hint.
 
@@ -318,6 +325,7 @@ def check_tjs_01(ev: Evidence) -> Finding:
 _INVALID_WORDS = ("invalid", "malformed", "parse", "decode", "not valid", "无效", "解析")
 
 
+@check("TJS-05", final=True)
 def check_tjs_05(ev: Evidence) -> Finding:
     """Malformed arguments without truncation: not executed, invalid-JSON error, no hint."""
     expected = (
@@ -403,6 +411,7 @@ def tool_schemas(ev: Evidence) -> dict[str, dict[str, Any]]:
     }
 
 
+@check("TJS-06")
 def check_tjs_06(ev: Evidence) -> Finding:
     """An object sent as a JSON-encoded string is decoded before execution."""
     expected = (
@@ -426,19 +435,3 @@ def check_tjs_06(ev: Evidence) -> Finding:
     if not judged:
         return not_applicable(expected, "no object sent as a JSON-encoded string in this run")
     return passed(expected, f"{judged} double-encoded call(s) decoded before execution")
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "TJS-01": check_tjs_01,
-    "TJS-02": check_tjs_02,
-    "TJS-03": check_tjs_03,
-    "TJS-04": check_tjs_04,
-    "TJS-05": check_tjs_05,
-    "TJS-06": check_tjs_06,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py): a call run that must not
-# be, or a result without what it must say. Left out: TJS-02 and TJS-06, whose calls must run
-# with the repaired arguments (a later run may still do so).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset({"TJS-01", "TJS-03", "TJS-04", "TJS-05"})

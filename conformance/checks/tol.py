@@ -10,11 +10,11 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import jsonschema
 
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.reminder import is_loop_reminder
@@ -29,7 +29,11 @@ from conformance.checks.trn import length_finished
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry, Entry
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL"]
+__all__: list[str] = []
+
+# final=True (see registry.py): a wrong result once sent, a call run or repeated that must not
+# be. Left out: TOL-04 and TOL-07 (a stop or a retry that may still come), TOL-09 (a batch's
+# items are counted up to the next request).
 
 
 def _text(m: dict[str, Any]) -> str:
@@ -56,6 +60,7 @@ def _calls(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+@check("TOL-01", final=True)
 def check_tol_01(ev: Evidence) -> Finding:
     """An unknown tool's result says so, lists the tools and suggests the closest name."""
     names = [t.get("name") for t in ev.scenario.get("tools") or [] if t.get("name")]
@@ -84,6 +89,7 @@ def check_tol_01(ev: Evidence) -> Finding:
     return passed(expected, f"{judged} unknown-tool result(s) complete")
 
 
+@check("LOP-01", final=True)
 def check_lop_01(ev: Evidence) -> Finding:
     """Three failures of one tool with the same arguments within 5 calls: a reminder follows."""
     expected = (
@@ -188,6 +194,7 @@ def _violations(
     return out
 
 
+@check("TOL-02", final=True)
 def check_tol_02(ev: Evidence) -> Finding:
     """Arguments violating the schema: not executed, an error naming the field and the type."""
     expected = (
@@ -236,6 +243,7 @@ def check_tol_02(ev: Evidence) -> Finding:
 
 
 # --- TOL-03 ---------------------------------------------------------------------------------
+@check("TOL-03", final=True)
 def check_tol_03(ev: Evidence) -> Finding:
     """A tool that raises becomes an error result carrying its message; the loop goes on."""
     expected = (
@@ -290,6 +298,7 @@ def _end_ns(e: Entry) -> int:
     return int(response_of(e).get("t_end_ns") or _ns(e))
 
 
+@check("TOL-04")
 def check_tol_04(ev: Evidence) -> Finding:
     """A tool past the configured limit is abandoned at the limit and reported with it."""
     limit = (ev.scenario.get("config") or {}).get("tool_timeout_s")
@@ -350,6 +359,7 @@ _HOW_TO = re.compile(
 )
 
 
+@check("TOL-05", final=True)
 def check_tol_05(ev: Evidence) -> Finding:
     """A permission denial: the reason and how to get permission; the call is not repeated."""
     expected = (
@@ -392,6 +402,7 @@ def check_tol_05(ev: Evidence) -> Finding:
 _RETRY_TRACES = ("transient", "503", "504", "retr", "timed out", "timeout")
 
 
+@check("TOL-07")
 def check_tol_07(ev: Evidence) -> Finding:
     """Transient tool failures are retried by the agent and not shown to the model."""
     expected = (
@@ -446,6 +457,7 @@ def check_tol_07(ev: Evidence) -> Finding:
 
 
 # --- TOL-08 ---------------------------------------------------------------------------------
+@check("TOL-08", final=True)
 def check_tol_08(ev: Evidence) -> Finding:
     """A tool failure never makes the agent resend the chat request that asked for the tool."""
     expected = "after a failed tool call, no chat request repeats the messages of the one before it"
@@ -502,6 +514,7 @@ def _item_label(item: dict[str, Any], items: list[dict[str, Any]]) -> str | None
     return None
 
 
+@check("TOL-09")
 def check_tol_09(ev: Evidence) -> Finding:
     """The batch tool's result reports each item as completed, failed or skipped, truthfully."""
     expected = (
@@ -559,25 +572,3 @@ def check_tol_09(ev: Evidence) -> Finding:
     if not judged:
         return not_applicable(expected, "no call to a 'batch' tool with items in this run")
     return passed(expected, f"{judged} batch result(s) report every item truthfully")
-
-
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "TOL-01": check_tol_01,
-    "LOP-01": check_lop_01,
-    "TOL-02": check_tol_02,
-    "TOL-03": check_tol_03,
-    "TOL-04": check_tol_04,
-    "TOL-05": check_tol_05,
-    "TOL-07": check_tol_07,
-    "TOL-08": check_tol_08,
-    "TOL-09": check_tol_09,
-}
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py): a wrong result once sent, a
-# call run or repeated that must not be. Left out: TOL-04 and
-# TOL-07 (a stop or a retry that may still come), TOL-09 (a batch's items are counted up to the
-# next request).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset(
-    {"LOP-01", "TOL-01", "TOL-02", "TOL-03", "TOL-05", "TOL-08"}
-)

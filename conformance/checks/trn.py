@@ -6,6 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from conformance.catalogue import by_id
+from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.lop import loop_trigger
 from conformance.checks.partial import turn_over
@@ -13,7 +15,10 @@ from conformance.checks.seed_strings import CONTINUATION_TEXT
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry, Entry
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "length_finished"]
+__all__ = ["length_finished"]
+
+# final=True (see registry.py): a wrong or extra request, a message shown without meta. Left
+# out: TRN-01 and TRN-05/06/10 (their failure is a continuation that never came).
 
 
 def length_finished(entry: ChatEntry) -> bool:
@@ -32,6 +37,7 @@ def _text(m: dict[str, Any]) -> str:
     return c or ""
 
 
+@check("TRN-01")
 def check_trn_01(ev: Evidence) -> Finding:
     """After a length finish, the next request ends with the exact continuation user message."""
     expected = f"after finish_reason length, a new request whose last message is user {CONTINUATION_TEXT!r}"
@@ -65,6 +71,7 @@ def check_trn_01(ev: Evidence) -> Finding:
     return passed(expected, f"{judged} continuation(s) with the exact text")
 
 
+@check("TRN-02", final=True)
 def check_trn_02(ev: Evidence) -> Finding:
     """The continuation text is shown to the user only as meta."""
     expected = "the continuation message appears in the agent's messages only with meta: true"
@@ -87,13 +94,7 @@ def check_trn_02(ev: Evidence) -> Finding:
     return passed(expected, f"{len(shown)} continuation message(s), all meta")
 
 
-CHECKS: dict[str, Callable[[Evidence], Finding]] = {
-    "TRN-01": check_trn_01,
-    "TRN-02": check_trn_02,
-}
-
-
-MAX_RECOVERIES = 3  # seed 000, 连续截断恢复上限
+MAX_RECOVERIES = int(by_id("TRN-04").numbers["recoveries"])  # seed 000, 连续截断恢复上限
 
 
 def _trailing_continuations(body: dict[str, Any], prompt: str | None = None) -> int:
@@ -116,6 +117,7 @@ def _trailing_continuations(body: dict[str, Any], prompt: str | None = None) -> 
     return n
 
 
+@check("TRN-04", final=True)
 def check_trn_04(ev: Evidence) -> Finding:
     """Exactly 3 consecutive recoveries: the truncation after the 3rd ends the turn in an error.
 
@@ -186,9 +188,6 @@ def _loop_stopped(ev: Evidence, entry: ChatEntry) -> bool:
     """Whether a repetition loop (LOP-06) had shown by ``entry``: stopping there is allowed."""
     loop = loop_trigger(ev)
     return loop is not None and loop[0].get("t_arrival_ns", 0) <= entry.get("t_arrival_ns", 0)
-
-
-CHECKS["TRN-04"] = check_trn_04
 
 
 # --- wire readers shared by TRN-03 and later checks ------------------------------------------
@@ -287,6 +286,7 @@ def _is_continuation(m: dict[str, Any]) -> bool:
     return m.get("role") == "user" and _text(m) == CONTINUATION_TEXT
 
 
+@check("TRN-03", final=True)
 def check_trn_03(ev: Evidence) -> Finding:
     """Truncated with tool calls: the tools run, then the continuation message, then a call."""
     expected = (
@@ -379,6 +379,7 @@ def _reset_judged(
     return judged, None, expected
 
 
+@check("TRN-05")
 def check_trn_05(ev: Evidence) -> Finding:
     """A tool call between truncations resets the consecutive-recovery count."""
     judged, bad, expected = _reset_judged(ev, lambda e: True, "a tool call")
@@ -391,6 +392,7 @@ def check_trn_05(ev: Evidence) -> Finding:
     return passed(expected, "; ".join(judged))
 
 
+@check("TRN-06")
 def check_trn_06(ev: Evidence) -> Finding:
     """A truncated reply with tool calls does not consume the count: its tools run and the
     turn goes on, whatever the count of plain truncations before it."""
@@ -427,6 +429,7 @@ def check_trn_06(ev: Evidence) -> Finding:
     return passed(expected, "; ".join(judged))
 
 
+@check("TRN-07", final=True)
 def check_trn_07(ev: Evidence) -> Finding:
     """At the default limit with no user override, a length finish first resends the same
     messages with a larger output limit; with an override, the limit is not raised."""
@@ -465,6 +468,7 @@ def check_trn_07(ev: Evidence) -> Finding:
     return passed(expected, f"limit {before} raised to {after} at seq {nxt.get('seq')}")
 
 
+@check("TRN-08", final=True)
 def check_trn_08(ev: Evidence) -> Finding:
     """The request after a truncation carries the content produced so far."""
     expected = (
@@ -512,6 +516,7 @@ def _step_truncates(ev: Evidence, step: int | None) -> bool:
     )
 
 
+@check("TRN-09", final=True)
 def check_trn_09(ev: Evidence) -> Finding:
     """A user abort while a truncation is being recovered stops the recursion."""
     expected = "after a user abort during truncation recovery, no further request is sent"
@@ -555,6 +560,7 @@ def _backgrounded(entry: ChatEntry) -> bool:
     return False
 
 
+@check("TRN-10")
 def check_trn_10(ev: Evidence) -> Finding:
     """A tool moved to the background during recovery stops the recursion like a tool call:
     the agent does not wait for it, and the consecutive count restarts after it."""
@@ -585,24 +591,3 @@ def check_trn_10(ev: Evidence) -> Finding:
             expected, "no truncation after a backgrounded tool that only a reset keeps in limit"
         )
     return passed(expected, "; ".join(judged))
-
-
-CHECKS.update(
-    {
-        "TRN-03": check_trn_03,
-        "TRN-05": check_trn_05,
-        "TRN-06": check_trn_06,
-        "TRN-07": check_trn_07,
-        "TRN-08": check_trn_08,
-        "TRN-09": check_trn_09,
-        "TRN-10": check_trn_10,
-    }
-)
-
-
-# Criteria whose FAIL on a run cut short is final (see registry.py): a wrong or extra request,
-# a message shown without meta. Left out: TRN-01 and TRN-05/06/10 (their failure is a
-# continuation that never came).
-FINAL_ON_PARTIAL: frozenset[str] = frozenset(
-    {"TRN-02", "TRN-03", "TRN-04", "TRN-07", "TRN-08", "TRN-09"}
-)

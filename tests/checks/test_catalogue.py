@@ -58,7 +58,17 @@ def test_docs_page_is_in_sync() -> None:
     from conformance.catalogue import as_markdown
 
     page = Path(__file__).resolve().parents[2] / "docs" / "criteria.md"
-    assert page.read_text(encoding="utf-8") == as_markdown(), "regenerate docs/criteria.md"
+    assert page.read_text(encoding="utf-8") == as_markdown(), (
+        "docs/criteria.md is out of date: run `conformance list --markdown > docs/criteria.md`"
+    )
+
+
+def test_list_markdown_writes_the_docs_page(capsys) -> None:
+    from conformance.catalogue import as_markdown
+    from conformance.cli import main
+
+    assert main(["list", "--markdown"]) == 0
+    assert capsys.readouterr().out == as_markdown()
 
 
 def test_dialect_limited_criteria() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conformance.checks import rty, trn
+from conformance.checks import rty_cases, trn
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from tests.checks.synth import Journal, turn_end
 
@@ -367,7 +367,7 @@ def test_rty_09_pass_background_429_not_retried() -> None:
         j = Journal()
         j.chat(st, body=TITLE, stream=False)
         j.chat(200, body=MAIN)
-        f = rty.check_rty_09(j.evidence())
+        f = rty_cases.check_rty_09(j.evidence())
         assert f.outcome == "pass" and str(st) in f.observed
 
 
@@ -376,7 +376,7 @@ def test_rty_09_fail_background_529_retried() -> None:
     j.chat(529, body=TITLE, stream=False)
     j.chat(200, body=TITLE, stream=False, wait=0.5)
     j.chat(200, body=MAIN)
-    f = rty.check_rty_09(j.evidence())
+    f = rty_cases.check_rty_09(j.evidence())
     assert f.outcome == "fail" and "resent at seq 1" in f.observed
 
 
@@ -384,7 +384,7 @@ def test_rty_09_not_applicable_foreground_only() -> None:
     j = Journal()
     j.chat(429, body=MAIN)
     j.chat(200, body=MAIN, wait=0.5)
-    assert rty.check_rty_09(j.evidence()).outcome == "not_applicable"
+    assert rty_cases.check_rty_09(j.evidence()).outcome == "not_applicable"
 
 
 # --- RTY-10 ---------------------------------------------------------------------------------
@@ -401,34 +401,34 @@ def test_rty_10_pass_one_retry() -> None:
     j = Journal()
     _401(j)
     j.chat(200, body=MAIN)
-    assert rty.check_rty_10(j.evidence()).outcome == "pass"
+    assert rty_cases.check_rty_10(j.evidence()).outcome == "pass"
     j = Journal()
     _401(j)
     _401(j)
-    f = rty.check_rty_10(j.evidence())
+    f = rty_cases.check_rty_10(j.evidence())
     assert f.outcome == "pass" and "answered 401" in f.observed
 
 
 def test_rty_10_fail_never_retried() -> None:
     j = Journal()
     _401(j)
-    f = rty.check_rty_10(j.evidence([turn_end("error")]))
+    f = rty_cases.check_rty_10(j.evidence([turn_end("error")]))
     assert f.outcome == "fail" and "never retried" in f.observed
-    assert rty.check_rty_10(j.evidence()).outcome == "not_applicable"  # may still come
+    assert rty_cases.check_rty_10(j.evidence()).outcome == "not_applicable"  # may still come
 
 
 def test_rty_10_fail_retried_twice() -> None:
     j = Journal()
     for _ in range(3):
         _401(j)
-    f = rty.check_rty_10(j.evidence())
+    f = rty_cases.check_rty_10(j.evidence())
     assert f.outcome == "fail" and "2 retries" in f.observed
 
 
 def test_rty_10_not_applicable_plain_401() -> None:
     j = Journal()
     _401(j, '{"error": {"message": "Incorrect API key provided"}}')
-    assert rty.check_rty_10(j.evidence()).outcome == "not_applicable"
+    assert rty_cases.check_rty_10(j.evidence()).outcome == "not_applicable"
 
 
 # --- RTY-11 ---------------------------------------------------------------------------------
@@ -448,29 +448,29 @@ def _rty11(new_limit: int | None, text: str = OVER, *, ended: bool = False) -> A
 
 
 def test_rty_11_pass_lowered_to_fit() -> None:
-    f = rty.check_rty_11(_rty11(7000))
+    f = rty_cases.check_rty_11(_rty11(7000))
     assert f.outcome == "pass" and "8192 -> 7000" in f.observed
 
 
 def test_rty_11_pass_anthropic_wording() -> None:
     text = "input length and `max_tokens` exceed context limit: 1000 + 8192 > 8192"
-    assert rty.check_rty_11(_rty11(7000, text)).outcome == "pass"
+    assert rty_cases.check_rty_11(_rty11(7000, text)).outcome == "pass"
 
 
 def test_rty_11_fail_not_low_enough() -> None:
-    f = rty.check_rty_11(_rty11(7500))
+    f = rty_cases.check_rty_11(_rty11(7500))
     assert f.outcome == "fail" and "room 7192" in f.observed
 
 
 def test_rty_11_fail_not_retried() -> None:
-    f = rty.check_rty_11(_rty11(None, ended=True))
+    f = rty_cases.check_rty_11(_rty11(None, ended=True))
     assert f.outcome == "fail" and "never corrected" in f.observed
-    assert rty.check_rty_11(_rty11(None)).outcome != "fail"  # the correction may still come
+    assert rty_cases.check_rty_11(_rty11(None)).outcome != "fail"  # the correction may still come
 
 
 def test_rty_11_not_applicable_prompt_alone_too_long() -> None:
     text = "maximum context length is 8192 tokens. (9000 in the messages, 10 in the completion)"
-    assert rty.check_rty_11(_rty11(None, text)).outcome == "not_applicable"
+    assert rty_cases.check_rty_11(_rty11(None, text)).outcome == "not_applicable"
 
 
 # --- RTY-14 ---------------------------------------------------------------------------------
@@ -478,7 +478,7 @@ def test_rty_14_pass_surfaced() -> None:
     j = Journal()
     j.chat(429, headers={"Retry-After": "3600"})
     ev = j.evidence(events=[{"type": "error", "kind": "rate_limit", "message": "too long"}])
-    f = rty.check_rty_14(ev)
+    f = rty_cases.check_rty_14(ev)
     assert f.outcome == "pass" and "surfaced" in f.observed
 
 
@@ -486,61 +486,61 @@ def test_rty_14_pass_capped_wait() -> None:
     j = Journal()
     j.chat(429, headers={"retry-after-ms": "3600000"})
     j.chat(200, wait=60)
-    assert rty.check_rty_14(j.evidence()).outcome == "pass"
+    assert rty_cases.check_rty_14(j.evidence()).outcome == "pass"
 
 
 def test_rty_14_fail_slept_the_hour() -> None:
     j = Journal()
     j.chat(429, headers={"Retry-After": "3600"})
     j.chat(200, wait=3600)
-    f = rty.check_rty_14(j.evidence())
+    f = rty_cases.check_rty_14(j.evidence())
     assert f.outcome == "fail" and "waited 3600" in f.observed
 
 
 def test_rty_14_fail_silently_stuck() -> None:
     j = Journal()
     j.chat(429, headers={"Retry-After": "3600"})
-    f = rty.check_rty_14(j.evidence([turn_end("error")]))
+    f = rty_cases.check_rty_14(j.evidence([turn_end("error")]))
     assert f.outcome == "fail" and "no error shown" in f.observed
-    assert rty.check_rty_14(j.evidence()).outcome != "fail"  # still waiting, within the bound
+    assert rty_cases.check_rty_14(j.evidence()).outcome != "fail"  # still waiting, within the bound
 
 
 def test_rty_14_not_applicable_short_wait() -> None:
     j = Journal()
     j.chat(429, headers={"Retry-After": "2"})
     j.chat(200, wait=2)
-    assert rty.check_rty_14(j.evidence()).outcome == "not_applicable"
+    assert rty_cases.check_rty_14(j.evidence()).outcome == "not_applicable"
 
 
 # --- RTY-15 ---------------------------------------------------------------------------------
 def test_rty_15_pass_false_suppresses_true_forces() -> None:
     j = Journal()
     j.chat(503, headers={"x-should-retry": "false"})
-    assert rty.check_rty_15(j.evidence()).outcome == "pass"
+    assert rty_cases.check_rty_15(j.evidence()).outcome == "pass"
     j = Journal()
     j.chat(400, headers={"x-should-retry": "true"})
     j.chat(200, wait=0.5)
-    assert rty.check_rty_15(j.evidence()).outcome == "pass"
+    assert rty_cases.check_rty_15(j.evidence()).outcome == "pass"
 
 
 def test_rty_15_fail_false_retried() -> None:
     j = Journal()
     j.chat(429, headers={"x-should-retry": "false"})
     j.chat(200, wait=0.5)
-    f = rty.check_rty_15(j.evidence())
+    f = rty_cases.check_rty_15(j.evidence())
     assert f.outcome == "fail" and "resent at seq 1" in f.observed
 
 
 def test_rty_15_fail_true_not_retried() -> None:
     j = Journal()
     j.chat(400, headers={"x-should-retry": "true"})
-    f = rty.check_rty_15(j.evidence([turn_end("error")]))
+    f = rty_cases.check_rty_15(j.evidence([turn_end("error")]))
     assert f.outcome == "fail" and "not retried" in f.observed
-    assert rty.check_rty_15(j.evidence()).outcome != "fail"  # the forced retry may still come
+    assert rty_cases.check_rty_15(j.evidence()).outcome != "fail"  # the forced retry may still come
 
 
 def test_rty_15_not_applicable_without_header() -> None:
     j = Journal()
     j.chat(503)
     j.chat(200, wait=0.5)
-    assert rty.check_rty_15(j.evidence()).outcome == "not_applicable"
+    assert rty_cases.check_rty_15(j.evidence()).outcome == "not_applicable"
