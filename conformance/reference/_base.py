@@ -30,7 +30,7 @@ from ._transitions import Phase
 from .continuation import DEFAULT_MAX_TOKENS, TruncationCounter
 from .loops import LoopDetector
 
-__all__ = ["EXTRA_STEPS", "CoreBase"]
+__all__ = ["EXTRA_STEPS", "Attempt", "CoreBase", "Reply", "ToolCall", "as_int"]
 
 EXTRA_STEPS = 20  # steps beyond the tool-call cap: continuations, limit changes, compaction
 DEFAULT_CONTEXT_WINDOW = 128000  # tokens; config.context_window overrides it
@@ -38,6 +38,8 @@ DEFAULT_CONTEXT_WINDOW = 128000  # tokens; config.context_window overrides it
 
 @dataclass
 class Reply:
+    """A model reply as it is assembled (streamed) or parsed (whole)."""
+
     content: str = ""
     reasoning: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
