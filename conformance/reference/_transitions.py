@@ -92,56 +92,56 @@ def _to(handler: str, *phases: Phase) -> Transition:
     return Transition(handler, frozenset(phases))
 
 
-P = Phase
-LIVE = frozenset(set(Phase) - {P.START, P.DONE})
+_P = Phase
+LIVE = frozenset(set(Phase) - {_P.START, _P.DONE})
 # Where a model request leads: sent (REQUEST), proactive compaction first (COMPACT), or the step
 # limit ends the turn (DONE).
-_STEP = (P.REQUEST, P.COMPACT, P.DONE)
+_STEP = (_P.REQUEST, _P.COMPACT, _P.DONE)
 # Where a failed chat attempt leads: resent at once (model fallback, refreshed credentials,
 # media stripped, non-streaming fallback, lowered max_tokens), retried after a wait, reactive
 # compaction, or the error ends the turn.
-_FAILED = (P.REQUEST, P.WAIT, P.COMPACT, P.DONE)
+_FAILED = (_P.REQUEST, _P.WAIT, _P.COMPACT, _P.DONE)
 # Where a reply leads: its tool calls run, the next step (continuation, raised limit, after
 # tools), the stop hook, or the end of the turn; an empty or broken one is a failed attempt.
-_REPLY = (*_FAILED, P.TOOLS, P.STOP_HOOK)
+_REPLY = (*_FAILED, _P.TOOLS, _P.STOP_HOOK)
 # Where finishing a foreground tool call leads: the next call, or the next step.
-_TOOL_DONE = (P.TOOLS, *_STEP)
+_TOOL_DONE = (_P.TOOLS, *_STEP)
 
 TRANSITIONS: Mapping[tuple[Phase, Key], Transition] = {
-    (P.START, Begin): _to("_on_begin", P.TITLE, P.REQUEST, P.DONE),
+    (_P.START, Begin): _to("_on_begin", _P.TITLE, _P.REQUEST, _P.DONE),
     # The background title request: one attempt, never retried (RTY-09), then the first step.
-    (P.TITLE, HeadersReceived): _to("_on_title", P.TITLE),
-    (P.TITLE, ConnectFailed): _to("_on_title", P.REQUEST, P.DONE),
-    (P.TITLE, BodyEnded): _to("_on_title", P.REQUEST, P.DONE),
-    (P.TITLE, BodyFailed): _to("_on_title", P.REQUEST, P.DONE),
-    (P.TITLE, Timer.REQUEST): _to("_on_request_timeout", P.REQUEST, P.DONE),
+    (_P.TITLE, HeadersReceived): _to("_on_title", _P.TITLE),
+    (_P.TITLE, ConnectFailed): _to("_on_title", _P.REQUEST, _P.DONE),
+    (_P.TITLE, BodyEnded): _to("_on_title", _P.REQUEST, _P.DONE),
+    (_P.TITLE, BodyFailed): _to("_on_title", _P.REQUEST, _P.DONE),
+    (_P.TITLE, Timer.REQUEST): _to("_on_request_timeout", _P.REQUEST, _P.DONE),
     # A chat attempt before its headers.
-    (P.REQUEST, ConnectFailed): _to("_on_connect_failed", *_FAILED),
-    (P.REQUEST, HeadersReceived): _to("_on_headers", P.BODY),
-    (P.REQUEST, Timer.REQUEST): _to("_on_request_timeout", *_FAILED),
+    (_P.REQUEST, ConnectFailed): _to("_on_connect_failed", *_FAILED),
+    (_P.REQUEST, HeadersReceived): _to("_on_headers", _P.BODY),
+    (_P.REQUEST, Timer.REQUEST): _to("_on_request_timeout", *_FAILED),
     # Its body: an error text, a whole reply, or a stream.
-    (P.BODY, Chunk): _to("_on_chunk", P.BODY, *_REPLY),
-    (P.BODY, BodyEnded): _to("_on_body_ended", *_REPLY),
-    (P.BODY, BodyFailed): _to("_on_body_failed", *_REPLY),
-    (P.BODY, Timer.IDLE): _to("_on_idle", *_REPLY),
-    (P.WAIT, Timer.WAIT): _to("_on_wait_over", P.REQUEST),
+    (_P.BODY, Chunk): _to("_on_chunk", _P.BODY, *_REPLY),
+    (_P.BODY, BodyEnded): _to("_on_body_ended", *_REPLY),
+    (_P.BODY, BodyFailed): _to("_on_body_failed", *_REPLY),
+    (_P.BODY, Timer.IDLE): _to("_on_idle", *_REPLY),
+    (_P.WAIT, Timer.WAIT): _to("_on_wait_over", _P.REQUEST),
     # The compaction request (proactive or after an overflow): one attempt.
-    (P.COMPACT, HeadersReceived): _to("_on_compaction", P.COMPACT),
-    (P.COMPACT, ConnectFailed): _to("_on_compaction", P.REQUEST, P.DONE),
-    (P.COMPACT, BodyEnded): _to("_on_compaction", P.REQUEST, P.DONE),
-    (P.COMPACT, BodyFailed): _to("_on_compaction", P.REQUEST, P.DONE),
-    (P.COMPACT, Timer.REQUEST): _to("_on_request_timeout", P.REQUEST, P.DONE),
-    (P.STOP_HOOK, StopHookDone): _to("_on_stop_hook", P.DONE),
+    (_P.COMPACT, HeadersReceived): _to("_on_compaction", _P.COMPACT),
+    (_P.COMPACT, ConnectFailed): _to("_on_compaction", _P.REQUEST, _P.DONE),
+    (_P.COMPACT, BodyEnded): _to("_on_compaction", _P.REQUEST, _P.DONE),
+    (_P.COMPACT, BodyFailed): _to("_on_compaction", _P.REQUEST, _P.DONE),
+    (_P.COMPACT, Timer.REQUEST): _to("_on_request_timeout", _P.REQUEST, _P.DONE),
+    (_P.STOP_HOOK, StopHookDone): _to("_on_stop_hook", _P.DONE),
     # A foreground tool call finishing leads on; a background one leaves the phase as it is.
-    (P.TOOLS, ToolOutcome): _to("_on_tool_outcome", *_TOOL_DONE),
-    (P.TOOLS, Timer.TOOL): _to("_on_tool_timer", *_TOOL_DONE),
-    **{(p, ToolOutcome): _to("_on_tool_outcome", p) for p in LIVE - {P.TOOLS}},
-    **{(p, Timer.TOOL): _to("_on_tool_timer", p) for p in LIVE - {P.TOOLS}},
+    (_P.TOOLS, ToolOutcome): _to("_on_tool_outcome", *_TOOL_DONE),
+    (_P.TOOLS, Timer.TOOL): _to("_on_tool_timer", *_TOOL_DONE),
+    **{(p, ToolOutcome): _to("_on_tool_outcome", p) for p in LIVE - {_P.TOOLS}},
+    **{(p, Timer.TOOL): _to("_on_tool_timer", p) for p in LIVE - {_P.TOOLS}},
     # Nothing is sent after an abort (CTL-01). The stop_on_abort broken copy carries on instead:
     # a chat attempt in flight is taken for a failed one, any other phase goes on unchanged.
-    **{(p, Aborted): _to("_on_abort", P.DONE, p) for p in LIVE - {P.REQUEST, P.BODY}},
-    (P.REQUEST, Aborted): _to("_on_abort", *_FAILED),
-    (P.BODY, Aborted): _to("_on_abort", *_FAILED),
+    **{(p, Aborted): _to("_on_abort", _P.DONE, p) for p in LIVE - {_P.REQUEST, _P.BODY}},
+    (_P.REQUEST, Aborted): _to("_on_abort", *_FAILED),
+    (_P.BODY, Aborted): _to("_on_abort", *_FAILED),
 }
 
 # The events each phase accepts, derived from the table (timers of any role are TimerFired).
