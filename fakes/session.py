@@ -11,17 +11,17 @@ from fakes.journal import Entry, Journal
 from fakes.refuse import RefusingPort
 from fakes.scenario import Scenario, Step
 
-__all__ = ["SessionState", "select_step", "redact_headers", "REDACTED"]
+__all__ = ["SessionState", "select_step", "redact_headers", "REDACTED", "SECRET_HEADERS"]
 
 REDACTED = "[REDACTED]"
-_SECRET_HEADERS = {"authorization", "x-api-key", "proxy-authorization", "api-key"}
+# The headers that carry credentials, by lower-cased name: the harness's one list (the probe
+# reads it; `reports`, which may import nothing of ours, keeps a copy a test holds equal).
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "api-key"})
 
 
 def redact_headers(headers: Any) -> dict[str, str]:
     """Lower-cased header names; secret values replaced by ``[REDACTED]``."""
-    return {
-        k.lower(): (REDACTED if k.lower() in _SECRET_HEADERS else v) for k, v in headers.items()
-    }
+    return {k.lower(): (REDACTED if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
 
 
 def _all_text(messages: Any) -> str:

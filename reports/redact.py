@@ -15,7 +15,8 @@ from typing import Any
 __all__ = ["MASK", "Redactor"]
 
 MASK = "[REDACTED]"
-_SECRET_HEADERS = {"authorization", "x-api-key", "proxy-authorization"}
+# A copy of fakes.session.SECRET_HEADERS (reports imports nothing of ours); a test holds them equal.
+SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "api-key"})
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+")
 _HEADER_LINE = re.compile(r"(?im)^((?:authorization|x-api-key)\s*:\s*)(.+)$")
 
@@ -42,7 +43,7 @@ class Redactor:
             out = {}
             for k, v in value.items():
                 key = self.text(k) if isinstance(k, str) else k
-                if isinstance(k, str) and k.lower() in _SECRET_HEADERS and v is not None:
+                if isinstance(k, str) and k.lower() in SECRET_HEADERS and v is not None:
                     out[key] = MASK
                 else:
                     out[key] = self.deep(v)

@@ -45,3 +45,14 @@ def test_reference_agent_imports_nothing_of_the_harness():
             ):
                 offenders.append(f"{path.relative_to(ROOT)}:{line}: imports {module}")
     assert offenders == []
+
+
+def test_one_list_of_credential_headers():
+    # `reports` may import nothing of ours, so it keeps a copy: it must stay the same list.
+    from conformance.probe.redact import SECRET_HEADERS as probe
+    from fakes.session import SECRET_HEADERS as gateway
+    from reports.redact import SECRET_HEADERS as report
+
+    assert probe is gateway
+    assert report == gateway
+    assert "api-key" in report  # Azure OpenAI's header

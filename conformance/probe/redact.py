@@ -5,10 +5,11 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
+from fakes.session import SECRET_HEADERS  # the one list of credential headers
+
 __all__ = ["MASK", "SECRET_HEADERS", "safe_url", "scrub"]
 
 MASK = "[REDACTED]"
-SECRET_HEADERS = {"authorization", "x-api-key", "proxy-authorization", "api-key"}
 
 
 def safe_url(url: str) -> str:
