@@ -17,7 +17,15 @@ import yaml
 
 from fakes.errors import ScenarioError
 
-__all__ = ["Scenario", "Step", "load_scenario", "load_scenarios", "SCHEMA_PATH", "schema"]
+__all__ = [
+    "line_map",
+    "Scenario",
+    "Step",
+    "load_scenario",
+    "load_scenarios",
+    "SCHEMA_PATH",
+    "schema",
+]
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "scenarios" / "schema.json"
 _SCHEMA: dict[str, Any] | None = None
@@ -218,16 +226,18 @@ def _validate(data: Any, source: str, lines: dict[tuple[Any, ...], int]) -> None
     raise ScenarioError(f"{_where(source, lines, path)}: {_fmt(path)}: {msg}")
 
 
-def _line_map(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
+def line_map(node: yaml.Node, path: tuple[Any, ...], out: dict[tuple[Any, ...], int]) -> None:
+    """Fill ``out`` with the 1-based line where each JSON path under ``node`` starts (the YAML
+    files of scenarios and of agent profiles name lines in their errors)."""
     out.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
             key = k.value
             out[path + (key,)] = k.start_mark.line + 1
-            _line_map(v, path + (key,), out)
+            line_map(v, path + (key,), out)
     elif isinstance(node, yaml.SequenceNode):
         for i, v in enumerate(node.value):
-            _line_map(v, path + (i,), out)
+            line_map(v, path + (i,), out)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -246,7 +256,7 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(f"{p}{line}: invalid YAML: {e}") from e
     lines: dict[tuple[Any, ...], int] = {}
     if node is not None:
-        _line_map(node, (), lines)
+        line_map(node, (), lines)
     sc = Scenario.from_dict(data, source=str(p), lines=lines)
     if sc.id != p.stem:
         raise ScenarioError(

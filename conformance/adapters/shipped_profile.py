@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 
 from conformance.adapters.shipped_parsers import PARSERS
 from conformance.errors import ConformanceError
+from fakes.scenario import line_map
 
 __all__ = [
     "DIALECTS",
@@ -150,18 +151,6 @@ def agent_cache_dir() -> Path:
     return Path(__file__).resolve().parents[2] / ".cache" / "agents"
 
 
-def _line_map(node: yaml.Node, path: tuple, out: dict[tuple, int]) -> None:
-    out.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            key = k.value
-            out[path + (key,)] = k.start_mark.line + 1
-            _line_map(v, path + (key,), out)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, v in enumerate(node.value):
-            _line_map(v, path + (i,), out)
-
-
 def _where(source: str, lines: dict[tuple, int], path: tuple) -> str:
     for n in range(len(path), -1, -1):
         if path[:n] in lines:
@@ -202,7 +191,7 @@ def load_profile(spec: str | Path) -> Profile:
         raise ProfileError(f"{src}{line}: invalid YAML: {exc}") from exc
     lines: dict[tuple, int] = {}
     if node is not None:
-        _line_map(node, (), lines)
+        line_map(node, (), lines)
     err = min(
         Draft202012Validator(_SCHEMA).iter_errors(data),
         key=lambda e: (-len(e.absolute_path), str(e.message)),
