@@ -79,11 +79,14 @@ def _unretried(ev: Evidence, statuses: frozenset[int | None], expected: str) -> 
     if seen and not turn_over(ev):
         return not_applicable(expected, "the turn has not ended: the retry may still come")
     if seen:
+        s = status_of(seen[0])
+        what = "a failure with no status" if s is None else f"status {s}"
         return failed(
-            expected,
-            f"status {status_of(seen[0])} (seq {seen[0].get('seq')}) was not retried in the same mode",
+            expected, f"{what} (seq {seen[0].get('seq')}) was not retried in the same mode"
         )
-    return not_applicable(expected, f"no {label_of(statuses)} failure without Retry-After in run")
+    return not_applicable(
+        expected, f"no failure ({label_of(statuses)}) without Retry-After in this run"
+    )
 
 
 def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
