@@ -135,3 +135,24 @@ def test_a_turn_end_written_while_being_stopped_is_not_a_decision(gateway):
     )
     _, verdicts = run_scenario(gateway, agent, sc, time_scale=0.001)
     assert verdicts["RTY-04"]["verdict"] == "TIMEOUT", verdicts["RTY-04"]
+
+
+def test_the_report_says_a_verdict_was_judged_before_the_turn_ended(gateway, tmp_path):
+    import time
+
+    from conformance.runner import agent_results, results_document
+    from reports import render
+
+    sc = load_scenario(CRITERIA / "rty" / "rty-04-eleven-failures.yaml")
+    agent = _Scripted([{"stream": True}] * 12, status="timeout", events=[])
+    run = run_scenario(gateway, agent, sc, time_scale=0.001)
+    doc = results_document(
+        [agent_results("scripted", "scripted", set(), [run])],
+        started=time.time(),
+        time_scale=0.001,
+        interrupted=False,
+        command="test",
+    )
+    render([doc], tmp_path)
+    page = (tmp_path / "criteria" / "RTY-04.html").read_text(encoding="utf-8")
+    assert "judged on partial evidence: the turn never ended (timeout)" in page
