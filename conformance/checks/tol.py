@@ -12,8 +12,6 @@ import json
 import re
 from typing import Any
 
-import jsonschema
-
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
@@ -25,7 +23,8 @@ from conformance.checks.tjs import (
     repaired_arguments,
     tool_schemas,
 )
-from conformance.checks.trn import length_finished
+from conformance.checks.tol_schema import schema_violations
+from conformance.checks.trn_wire import length_finished
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry, Entry
 
@@ -134,66 +133,7 @@ def check_lop_01(ev: Evidence) -> Finding:
     )
 
 
-# --- TOL-02 ---------------------------------------------------------------------------------
-_TYPE_WORDS = {
-    "integer": ("integer", "int"),
-    "number": ("number", "float", "numeric"),
-    "string": ("string", "str", "text"),
-    "boolean": ("boolean", "bool"),
-    "array": ("array", "list"),
-    "object": ("object", "dict", "mapping"),
-    "null": ("null", "none"),
-}
-
-
-def _type_req(t: Any) -> tuple[str, ...]:
-    types = t if isinstance(t, list) else [t]
-    return tuple(w for x in types for w in _TYPE_WORDS.get(str(x), (str(x),)))
-
-
-def _violations(
-    args: dict[str, Any], schema: dict[str, Any]
-) -> list[tuple[str | None, list[tuple[str, ...]]]]:
-    """(field, requirements) per schema violation; each requirement is a set of alternatives."""
-    cls = jsonschema.validators.validator_for(schema)
-    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)
-    props = schema.get("properties") or {}
-    out: list[tuple[str | None, list[tuple[str, ...]]]] = []
-    for err in validator.iter_errors(args):
-        path = [str(p) for p in err.absolute_path]
-        fld = path[-1] if path else None
-        v = err.validator
-        val: Any = err.validator_value  # the stubs allow an unset sentinel; a failed rule has one
-        if v == "type":
-            if isinstance(err.instance, str) and val in ("object", "array"):
-                try:  # an object sent as a string is TJS-06's repair, not a violation
-                    inner = json.loads(err.instance)
-                    if isinstance(inner, dict if val == "object" else list):
-                        continue
-                except ValueError:
-                    pass
-            out.append((fld, [_type_req(val)]))
-        elif v == "required":
-            for k in val:
-                if isinstance(err.instance, dict) and k not in err.instance:
-                    t = (props.get(k) or {}).get("type") if not path else None
-                    out.append((k, [_type_req(t)] if t else []))
-        elif v == "enum":
-            out.append((fld, [(json.dumps(x).strip('"'),) for x in val]))
-        elif v == "format":
-            out.append((fld, [(str(val),)]))
-        elif v == "additionalProperties" and isinstance(err.instance, dict):
-            for k in err.instance:
-                if k not in props:
-                    out.append((k, []))
-        else:
-            req: list[tuple[str, ...]] = (
-                [(json.dumps(val).strip('"'),)] if isinstance(val, str | int | float) else []
-            )
-            out.append((fld, req))
-    return out
-
-
+# --- TOL-02 (the violations are read by conformance.checks.tol_schema) --------------------
 @check("TOL-02", final=True)
 def check_tol_02(ev: Evidence) -> Finding:
     """Arguments violating the schema: not executed, an error naming the field and the type."""
@@ -213,7 +153,7 @@ def check_tol_02(ev: Evidence) -> Finding:
             continue
         if not isinstance(args, dict) or repaired_arguments(call.arguments, schema) is not None:
             continue
-        found = _violations(args, schema)
+        found = schema_violations(args, schema)
         if not found:
             continue
         judged += 1

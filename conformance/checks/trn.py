@@ -1,4 +1,8 @@
-"""Checks for the TRN area (automatic continuation after a length finish)."""
+"""Checks for the TRN area (automatic continuation after a length finish).
+
+What a response delivered and how the next request carried it on are read by
+``conformance.checks.trn_wire``; this module holds the judgements.
+"""
 
 from __future__ import annotations
 
@@ -12,29 +16,28 @@ from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.lop import loop_trigger
 from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import CONTINUATION_TEXT
-from conformance.evidence import Evidence, is_failed, response_of
-from fakes.journal import ChatEntry, Entry
+from conformance.checks.trn_wire import (
+    completed,
+    is_continuation,
+    length_finished,
+    messages_of,
+    next_request,
+    output_limit,
+    plain_truncation,
+    produced,
+    recursed,
+    superseded,
+    text_of,
+    tool_truncation,
+)
+from conformance.evidence import Evidence, response_of
+from fakes.journal import ChatEntry
 
+# length_finished lives in trn_wire; it stays importable from here for the TJS checks.
 __all__ = ["length_finished"]
 
 # final=True (see registry.py): a wrong or extra request, a message shown without meta. Left
 # out: TRN-01 and TRN-05/06/10 (their failure is a continuation that never came).
-
-
-def length_finished(entry: ChatEntry) -> bool:
-    """Whether the gateway finished this response with finish_reason length."""
-    resp = response_of(entry)
-    sent = resp.get("sent") or ""
-    return entry.get("fault") == "length" or '"finish_reason": "length"' in sent.replace(
-        '"finish_reason":"length"', '"finish_reason": "length"'
-    )
-
-
-def _text(m: dict[str, Any]) -> str:
-    c = m.get("content")
-    if isinstance(c, list):
-        return "".join(p.get("text", "") for p in c if isinstance(p, dict))
-    return c or ""
 
 
 @check("TRN-01")
@@ -54,7 +57,7 @@ def check_trn_01(ev: Evidence) -> Finding:
         found = False
         for nxt in later:
             msgs = (nxt.get("body") or {}).get("messages") or []
-            if msgs and msgs[-1].get("role") == "user" and _text(msgs[-1]) == CONTINUATION_TEXT:
+            if msgs and msgs[-1].get("role") == "user" and text_of(msgs[-1]) == CONTINUATION_TEXT:
                 found = True
                 break
             if len(msgs) > len((e.get("body") or {}).get("messages") or []):
@@ -64,7 +67,7 @@ def check_trn_01(ev: Evidence) -> Finding:
             return failed(
                 expected,
                 f"after seq {e.get('seq')}: next request's last message is "
-                f"{last.get('role')!r} {_text(last)[:120]!r}",
+                f"{last.get('role')!r} {text_of(last)[:120]!r}",
             )
     if not judged:
         return not_applicable(expected, "no length finish in this run")
@@ -76,7 +79,7 @@ def check_trn_02(ev: Evidence) -> Finding:
     """The continuation text is shown to the user only as meta."""
     expected = "the continuation message appears in the agent's messages only with meta: true"
     on_wire = any(
-        _text(m) == CONTINUATION_TEXT
+        text_of(m) == CONTINUATION_TEXT
         for b in ev.bodies()
         for m in b.get("messages") or []
         if m.get("role") == "user"
@@ -152,7 +155,7 @@ def check_trn_04(ev: Evidence) -> Finding:
                 expected, f"continuation number {k} without progress at seq {e.get('seq')}"
             )
         # A length finish carrying tool calls does not consume the count (TRN-06).
-        if not _plain_truncation(e):
+        if not plain_truncation(e):
             continue
         if k == MAX_RECOVERIES:
             at_cap = e
@@ -190,102 +193,6 @@ def _loop_stopped(ev: Evidence, entry: ChatEntry) -> bool:
     return loop is not None and loop[0].get("t_arrival_ns", 0) <= entry.get("t_arrival_ns", 0)
 
 
-# --- wire readers shared by TRN-03 and later checks ------------------------------------------
-
-
-def produced(entry: ChatEntry) -> dict[str, Any]:
-    """What one response delivered, read back from the bytes the gateway sent.
-
-    Returns ``content``, ``reasoning``, ``tool_calls`` (list of ``{id, name, arguments}``) and
-    ``finish_reason``; a stream and a JSON body are both understood.
-    """
-    sent = response_of(entry).get("sent") or ""
-    out: dict[str, Any] = {"content": "", "reasoning": "", "tool_calls": [], "finish_reason": None}
-    calls: dict[int, dict[str, Any]] = {}
-
-    def take(choice: dict[str, Any], part: dict[str, Any]) -> None:
-        out["content"] += part.get("content") or ""
-        out["reasoning"] += part.get("reasoning_content") or ""
-        for j, tc in enumerate(part.get("tool_calls") or []):
-            slot = calls.setdefault(tc.get("index", j), {"id": "", "name": "", "arguments": ""})
-            fn = tc.get("function") or {}
-            slot["id"] = tc.get("id") or slot["id"]
-            slot["name"] += fn.get("name") or ""
-            slot["arguments"] += fn.get("arguments") or ""
-        if choice.get("finish_reason"):
-            out["finish_reason"] = choice["finish_reason"]
-
-    if sent.lstrip().startswith("{"):
-        try:
-            data = json.loads(sent)
-        except json.JSONDecodeError:
-            data = {}
-        for ch in data.get("choices") or [] if isinstance(data, dict) else []:
-            take(ch, ch.get("message") or {})
-    else:
-        for line in sent.splitlines():
-            if not line.startswith("data:"):
-                continue
-            try:
-                data = json.loads(line[5:].strip())
-            except json.JSONDecodeError:
-                continue
-            for ch in data.get("choices") or [] if isinstance(data, dict) else []:
-                take(ch, ch.get("delta") or {})
-    out["tool_calls"] = [calls[k] for k in sorted(calls)]
-    return out
-
-
-def _msgs(entry: Entry) -> list[dict[str, Any]]:
-    return (entry.get("body") or {}).get("messages") or []
-
-
-def _ok(entry: ChatEntry) -> bool:
-    return response_of(entry).get("status") == 200 and not is_failed(entry)
-
-
-def _limit(entry: ChatEntry) -> int | None:
-    body = entry.get("body") or {}
-    v = body.get("max_tokens", body.get("max_completion_tokens"))
-    return v if isinstance(v, int) else None
-
-
-def _plain_truncation(entry: ChatEntry) -> bool:
-    """A completed length finish without tool calls (the kind that consumes the count)."""
-    return _ok(entry) and length_finished(entry) and not produced(entry)["tool_calls"]
-
-
-def _tool_truncation(entry: ChatEntry) -> bool:
-    return _ok(entry) and length_finished(entry) and bool(produced(entry)["tool_calls"])
-
-
-def _next_request(chat: list[ChatEntry], i: int) -> ChatEntry | None:
-    """The first later request that does not resend chat[i]'s messages (retries, a raised
-    output limit), i.e. the one that carries the conversation forward."""
-    for e in chat[i + 1 :]:
-        if _msgs(e) != _msgs(chat[i]):
-            return e
-    return None
-
-
-def _superseded(chat: list[ChatEntry], i: int) -> bool:
-    """chat[i]'s reply was thrown away: the very next request resends the same messages."""
-    return i + 1 < len(chat) and _msgs(chat[i + 1]) == _msgs(chat[i])
-
-
-def _recursed(chat: list[ChatEntry], i: int) -> ChatEntry | None:
-    """The request that continued after chat[i], if the conversation was carried forward."""
-    nxt = _next_request(chat, i)
-    if nxt is None:
-        return None
-    before = _msgs(chat[i])
-    return nxt if _msgs(nxt)[: len(before)] == before else None
-
-
-def _is_continuation(m: dict[str, Any]) -> bool:
-    return m.get("role") == "user" and _text(m) == CONTINUATION_TEXT
-
-
 @check("TRN-03", final=True)
 def check_trn_03(ev: Evidence) -> Finding:
     """Truncated with tool calls: the tools run, then the continuation message, then a call."""
@@ -297,11 +204,11 @@ def check_trn_03(ev: Evidence) -> Finding:
     hosted = {t.get("name") for t in ev.scenario.get("tools") or [] if isinstance(t, dict)}
     judged = []
     for i, e in enumerate(chat):
-        if not _tool_truncation(e):
+        if not tool_truncation(e):
             continue
         calls = produced(e)["tool_calls"]
-        nxt = _recursed(chat, i)
-        if nxt is None and _next_request(chat, i) is None and not turn_over(ev):
+        nxt = recursed(chat, i)
+        if nxt is None and next_request(chat, i) is None and not turn_over(ev):
             continue  # the new call may still come
         if nxt is None:
             return failed(expected, f"no new call after the truncated reply at seq {e.get('seq')}")
@@ -316,17 +223,17 @@ def check_trn_03(ev: Evidence) -> Finding:
             ]
             if not ran:
                 return failed(expected, f"tool call {c['id']!r} never reached the tool host")
-        added = _msgs(nxt)[len(_msgs(e)) :]
+        added = messages_of(nxt)[len(messages_of(e)) :]
         results = {m.get("tool_call_id"): k for k, m in enumerate(added) if m.get("role") == "tool"}
         missing = [c["id"] for c in calls if c["id"] not in results]
         if missing:
             return failed(expected, f"request seq {nxt.get('seq')} lacks the results of {missing}")
-        if not added or not _is_continuation(added[-1]):
+        if not added or not is_continuation(added[-1]):
             last = added[-1] if added else {}
             return failed(
                 expected,
                 f"request seq {nxt.get('seq')} after the truncated reply (seq {e.get('seq')}) "
-                f"ends with {last.get('role')!r} {_text(last)[:80]!r}, not the continuation",
+                f"ends with {last.get('role')!r} {text_of(last)[:80]!r}, not the continuation",
             )
         judged.append(f"seq {e.get('seq')}: {len(calls)} tool(s), then continuation")
     if not judged:
@@ -349,7 +256,7 @@ def _reset_judged(
     seen_sep = False
     judged: list[str] = []
     for i, e in enumerate(chat):
-        if not _ok(e):
+        if not completed(e):
             continue
         calls = produced(e)["tool_calls"]
         if calls:
@@ -359,13 +266,13 @@ def _reset_judged(
             else:
                 total = 0
             continue
-        if not length_finished(e) or _superseded(chat, i):
+        if not length_finished(e) or superseded(chat, i):
             continue
         counted += 1
         total += 1
         if not (seen_sep and counted <= MAX_RECOVERIES and total > MAX_RECOVERIES):
             continue
-        if _recursed(chat, i) is None:
+        if recursed(chat, i) is None:
             return (
                 judged,
                 failed(
@@ -404,17 +311,19 @@ def check_trn_06(ev: Evidence) -> Finding:
     run = 0
     judged = []
     for i, e in enumerate(chat):
-        if _plain_truncation(e) and not _superseded(chat, i):
+        if plain_truncation(e) and not superseded(chat, i):
             run += 1
             continue
-        if not _tool_truncation(e):
-            if _ok(e) and produced(e)["tool_calls"]:
+        if not tool_truncation(e):
+            if completed(e) and produced(e)["tool_calls"]:
                 run = 0
             continue
-        nxt = _recursed(chat, i)
+        nxt = recursed(chat, i)
         ids = {c["id"] for c in produced(e)["tool_calls"]}
         got = {
-            m.get("tool_call_id") for m in (_msgs(nxt) if nxt else []) if m.get("role") == "tool"
+            m.get("tool_call_id")
+            for m in (messages_of(nxt) if nxt else [])
+            if m.get("role") == "tool"
         }
         if nxt is None or not ids <= got:
             return failed(
@@ -435,14 +344,16 @@ def check_trn_07(ev: Evidence) -> Finding:
     messages with a larger output limit; with an override, the limit is not raised."""
     user = (ev.scenario.get("config") or {}).get("max_output_tokens")
     chat = ev.chat()
-    first = next((i for i, e in enumerate(chat) if _plain_truncation(e)), None)
+    first = next((i for i, e in enumerate(chat) if plain_truncation(e)), None)
     if user is not None:
         expected = f"with the user's limit {user}, the output limit is never raised above it"
         if first is None:
             return not_applicable(expected, "no length finish in this run")
-        over = [e for e in chat if (_limit(e) or 0) > user]
+        over = [e for e in chat if (output_limit(e) or 0) > user]
         if over:
-            return failed(expected, f"seq {over[0].get('seq')} asked max tokens {_limit(over[0])}")
+            return failed(
+                expected, f"seq {over[0].get('seq')} asked max tokens {output_limit(over[0])}"
+            )
         return passed(expected, f"limit kept at or below {user} after the length finish")
     expected = (
         "at the default output limit, the first length finish is followed by the same messages "
@@ -456,8 +367,8 @@ def check_trn_07(ev: Evidence) -> Finding:
     if first + 1 >= len(chat):
         return failed(expected, f"no request after the length finish at seq {e.get('seq')}")
     nxt = chat[first + 1]
-    before, after = _limit(e), _limit(nxt)
-    if _msgs(nxt) != _msgs(e):
+    before, after = output_limit(e), output_limit(nxt)
+    if messages_of(nxt) != messages_of(e):
         return failed(
             expected,
             f"seq {nxt.get('seq')} changed the messages (limit {before} -> {after}) instead of "
@@ -478,18 +389,18 @@ def check_trn_08(ev: Evidence) -> Finding:
     chat = ev.chat()
     judged = []
     for i, e in enumerate(chat):
-        if not (_ok(e) and length_finished(e)) or _superseded(chat, i):
+        if not (completed(e) and length_finished(e)) or superseded(chat, i):
             continue
         got = produced(e)
         want, field = (got["content"], "content") if got["content"] else (got["reasoning"], "")
         if not want or i + 1 >= len(chat):
             continue
         nxt = chat[i + 1]
-        added = _msgs(nxt)[len(_msgs(e)) :]
-        if _msgs(nxt)[: len(_msgs(e))] != _msgs(e):
+        added = messages_of(nxt)[len(messages_of(e)) :]
+        if messages_of(nxt)[: len(messages_of(e))] != messages_of(e):
             return failed(expected, f"seq {nxt.get('seq')} dropped earlier history")
         texts = [
-            _text(m) if field else str(m.get("reasoning_content") or "")
+            text_of(m) if field else str(m.get("reasoning_content") or "")
             for m in added
             if m.get("role") == "assistant"
         ]
@@ -528,9 +439,11 @@ def check_trn_09(ev: Evidence) -> Finding:
     if k is None:
         return not_applicable(expected, f"script step {step} was never reached")
     hit = chat[k]
-    earlier = any(_plain_truncation(e) or _tool_truncation(e) for e in chat[:k])
+    earlier = any(plain_truncation(e) or tool_truncation(e) for e in chat[:k])
     during = (
-        earlier or _step_truncates(ev, step) or any(_is_continuation(m) for m in _msgs(hit)[-1:])
+        earlier
+        or _step_truncates(ev, step)
+        or any(is_continuation(m) for m in messages_of(hit)[-1:])
     )
     if not during:
         return not_applicable(expected, "the abort did not fall during truncation recovery")
@@ -542,7 +455,7 @@ def check_trn_09(ev: Evidence) -> Finding:
     ]
     if after:
         e = after[0]
-        what = "a continuation" if any(_is_continuation(m) for m in _msgs(e)[-1:]) else "a"
+        what = "a continuation" if any(is_continuation(m) for m in messages_of(e)[-1:]) else "a"
         return failed(expected, f"{what} {e.get('kind')} request (seq {e.get('seq')}) after abort")
     ends = [t.get("reason") for t in ev.turn_ends()]
     return passed(expected, f"nothing sent after the aborted request seq {hit.get('seq')}; {ends}")
@@ -566,9 +479,9 @@ def check_trn_10(ev: Evidence) -> Finding:
     the agent does not wait for it, and the consecutive count restarts after it."""
     chat = ev.chat()
     for i, e in enumerate(chat):
-        if not (_ok(e) and _backgrounded(e)):
+        if not (completed(e) and _backgrounded(e)):
             continue
-        nxt = _recursed(chat, i)
+        nxt = recursed(chat, i)
         ids = {c["id"] for c in produced(e)["tool_calls"]}
         for t in ev.tool_entries():
             # The scripted tool hangs: a 504 before the next call means the agent sat it out.
