@@ -16,6 +16,8 @@ import hashlib
 import json
 from typing import Any
 
+from fakes.dialects._anthropic_messages_read import read_body, read_json, stream_reader
+
 __all__ = [
     "NAME",
     "STOP_REASONS",
@@ -31,6 +33,9 @@ __all__ = [
     "count_tokens",
     "signature",
     "marks",
+    "read_body",
+    "read_json",
+    "stream_reader",
 ]
 
 NAME = "anthropic_messages"

@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from fakes.dialects._openai_responses_read import read_body, read_json, stream_reader
+
 __all__ = [
     "NAME",
     "stream_events",
@@ -27,6 +29,9 @@ __all__ = [
     "check_request",
     "match_view",
     "marks",
+    "read_body",
+    "read_json",
+    "stream_reader",
 ]
 
 NAME = "openai_responses"
