@@ -182,7 +182,7 @@ class StreamReader:
         elif kind == "response.output_item.added":
             item = p.get("item") or {}
             if item.get("type") in _CALL_ITEMS:
-                k = len(self.tools)
+                k = len(set(self.tools.values()))  # calls so far (two keys per call)
                 for key in (item.get("id"), p.get("output_index")):
                     if key is not None:
                         self.tools[key] = k
