@@ -43,7 +43,8 @@ class StreamReader(Protocol):
 class Dialect(Protocol):
     """What every dialect module provides."""
 
-    NAME: str
+    NAME: str  # as the journal records it
+    PATH: str  # the endpoint the gateway serves it on, under a session's base URL
 
     def json_body(self, reply: dict[str, Any], model: str) -> dict[str, Any]:
         """The non-streaming body of a neutral reply."""

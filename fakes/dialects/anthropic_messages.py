@@ -20,6 +20,7 @@ from fakes.dialects._anthropic_messages_read import read_body, read_json, stream
 
 __all__ = [
     "NAME",
+    "PATH",
     "STOP_REASONS",
     "stream_events",
     "frame",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 NAME = "anthropic_messages"
+PATH = "/v1/messages"  # the endpoint, under a session's base URL
 
 # Neutral finish reason -> Anthropic stop_reason.
 STOP_REASONS = {

@@ -13,6 +13,7 @@ from fakes.dialects._protocol import ChatOut
 
 __all__ = [
     "NAME",
+    "PATH",
     "DONE",
     "stream_payloads",
     "frame",
@@ -25,6 +26,7 @@ __all__ = [
 ]
 
 NAME = "openai_chat"
+PATH = "/v1/chat/completions"  # the endpoint, under a session's base URL
 DONE = "[DONE]"
 
 

@@ -19,6 +19,7 @@ from fakes.dialects._openai_responses_read import read_body, read_json, stream_r
 
 __all__ = [
     "NAME",
+    "PATH",
     "stream_events",
     "frame",
     "json_body",
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 NAME = "openai_responses"
+PATH = "/v1/responses"  # the endpoint, under a session's base URL
 
 # Neutral finish reason -> (response status, incomplete_details.reason).
 _STATUS: dict[str, tuple[str, str | None]] = {
