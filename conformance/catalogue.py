@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from conformance.errors import ConformanceError
+from fakes.dialects import NAMES
 
 __all__ = [
     "Criterion",
@@ -44,7 +45,7 @@ __all__ = [
 LEVELS = ("MUST", "SHOULD", "MAY")
 
 # The wire dialects the gateway speaks (the journal's names).
-DIALECTS = ("openai_chat", "anthropic_messages", "openai_responses")
+DIALECTS = NAMES  # the registry's names (fakes.dialects)
 
 # The area files in catalogue order (the order of docs/criteria.md and of `conformance list`).
 _AREA_ORDER = (

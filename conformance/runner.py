@@ -35,6 +35,7 @@ from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline
 from conformance.evidence import Evidence
 from conformance.verdicts import aggregate, verdict_for
 from fakes import Scenario, SyncGateway
+from fakes.dialects import NAMES
 
 __all__ = [
     "DEFAULT_DIALECT",
@@ -53,7 +54,7 @@ __all__ = [
 
 DEFAULT_TIME_SCALE = 0.02
 DEFAULT_DIALECT = "openai_chat"
-DIALECTS = ("openai_chat", "anthropic_messages", "openai_responses")
+DIALECTS = NAMES  # the registry's names (fakes.dialects)
 
 
 def _display_path(source: str) -> str:

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakes.dialects import anthropic_messages, openai_responses
+from fakes.dialects import REGISTRY
 from fakes.dialects import openai_chat as oc
 from fakes.scenario import API_KEY_PLACEHOLDER, OTHERWISE_INDEX, STREAM_ONLY, Step
 
@@ -24,11 +24,7 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 
 # Wire dialects by the name the journal records; chat completions is rendered by ``make_plan``
 # itself, the others by ``_dialect_plan`` through the modules' common rendering interface.
-DIALECTS: dict[str, Any] = {
-    "openai_chat": oc,
-    "anthropic_messages": anthropic_messages,
-    "openai_responses": openai_responses,
-}
+DIALECTS: dict[str, Any] = dict(REGISTRY)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import functools
 import json
 import socket
 import ssl
@@ -23,7 +24,7 @@ from typing import Any, Literal, cast, overload
 
 from aiohttp import web
 
-from fakes.dialects import anthropic_messages
+from fakes.dialects import REGISTRY, anthropic_messages
 from fakes.errors import FakesError, ScenarioError
 from fakes.hold import hold_headers
 from fakes.journal import (
@@ -77,10 +78,9 @@ class GatewayApp:
         r.add_post("/_control/sessions", self._create)
         r.add_get("/_control/sessions/{sid}/journal", self._journal)
         r.add_delete("/_control/sessions/{sid}", self._drop)
-        r.add_post("/s/{sid}/v1/chat/completions", self._chat)
-        r.add_post("/s/{sid}/v1/messages", self._messages)  # Anthropic; ?beta=true too
+        for d in REGISTRY.values():  # one endpoint per dialect (Anthropic's takes ?beta=true too)
+            r.add_post("/s/{sid}" + d.PATH, functools.partial(self._chat, dialect=d.NAME))
         r.add_post("/s/{sid}/v1/messages/count_tokens", self._count_tokens)
-        r.add_post("/s/{sid}/v1/responses", self._responses)
         r.add_get("/s/{sid}/v1/models", self._models)
         r.add_post("/s/{sid}/tools/{tool}", self._tool)
         r.add_route("*", "/s/{sid}/{tail:.*}", self._unknown)
@@ -245,12 +245,6 @@ class GatewayApp:
     # -- handlers -------------------------------------------------------------
     def _session(self, request: web.Request) -> SessionState | None:
         return self.sessions.get(request.match_info["sid"])
-
-    async def _messages(self, request: web.Request) -> web.StreamResponse:
-        return await self._chat(request, "anthropic_messages")
-
-    async def _responses(self, request: web.Request) -> web.StreamResponse:
-        return await self._chat(request, "openai_responses")
 
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
         d = "anthropic_messages"

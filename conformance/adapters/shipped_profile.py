@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator
 
 from conformance.adapters.shipped_parsers import PARSERS
 from conformance.errors import ConformanceError
+from fakes.dialects import NAMES
 from fakes.scenario import line_map
 
 __all__ = [
@@ -51,7 +52,7 @@ PLACEHOLDERS = (
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 _ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # The wire dialect an agent speaks (documentation, and which base URL form it takes).
-DIALECTS = ("openai_chat", "anthropic_messages", "openai_responses")
+DIALECTS = NAMES  # the registry's names (fakes.dialects)
 
 _SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -16,8 +16,11 @@ import hashlib
 import json
 from typing import Any
 
+from fakes.dialects._anthropic_messages_read import read_body, read_json, stream_reader
+
 __all__ = [
     "NAME",
+    "PATH",
     "STOP_REASONS",
     "stream_events",
     "frame",
@@ -31,9 +34,13 @@ __all__ = [
     "count_tokens",
     "signature",
     "marks",
+    "read_body",
+    "read_json",
+    "stream_reader",
 ]
 
 NAME = "anthropic_messages"
+PATH = "/v1/messages"  # the endpoint, under a session's base URL
 
 # Neutral finish reason -> Anthropic stop_reason.
 STOP_REASONS = {

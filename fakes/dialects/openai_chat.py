@@ -1,12 +1,32 @@
-"""OpenAI chat-completions rendering of a scripted reply (pure, no I/O)."""
+"""OpenAI chat-completions rendering of a scripted reply (pure, no I/O).
+
+Chat completions is the canonical view every other dialect is read back into, so its read-back
+is the identity; its stream is rendered by ``fakes.plan`` from ``stream_payloads``.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-__all__ = ["stream_payloads", "frame", "json_body", "error_body", "marks", "DONE"]
+from fakes.dialects._protocol import ChatOut
 
+__all__ = [
+    "NAME",
+    "PATH",
+    "DONE",
+    "stream_payloads",
+    "frame",
+    "json_body",
+    "error_body",
+    "marks",
+    "read_body",
+    "read_json",
+    "stream_reader",
+]
+
+NAME = "openai_chat"
+PATH = "/v1/chat/completions"  # the endpoint, under a session's base URL
 DONE = "[DONE]"
 
 
@@ -169,3 +189,33 @@ def marks(payloads: list[str]) -> list[tuple[int, ...]]:
             i = int(tc["index"])
             out.append((3, i, 0) if "id" in tc else (3, i, 1, nth((3, i))))
     return out
+
+
+# -- read-back: the chat view of chat is chat itself ----------------------------------------
+
+
+def read_body(body: dict[str, Any]) -> dict[str, Any]:
+    """A chat request body is already in the chat view."""
+    return body
+
+
+class _Passthrough:
+    """Chat events are chat frames: a typed payload that reaches a reader is sent on as is."""
+
+    def __init__(self, out: ChatOut) -> None:
+        self.out = out
+
+    def event(self, kind: str, payload: dict[str, Any]) -> None:
+        del kind  # chat payloads carry no event name of their own
+        self.out.data(json.dumps(payload, ensure_ascii=False))
+
+
+def stream_reader(out: ChatOut) -> _Passthrough:
+    """A reader that keeps chat payloads as they are."""
+    return _Passthrough(out)
+
+
+def read_json(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """A chat completion is already in the chat view: kept as sent."""
+    del obj
+    return None

@@ -15,8 +15,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from fakes.dialects._openai_responses_read import read_body, read_json, stream_reader
+
 __all__ = [
     "NAME",
+    "PATH",
     "stream_events",
     "frame",
     "json_body",
@@ -27,9 +30,13 @@ __all__ = [
     "check_request",
     "match_view",
     "marks",
+    "read_body",
+    "read_json",
+    "stream_reader",
 ]
 
 NAME = "openai_responses"
+PATH = "/v1/responses"  # the endpoint, under a session's base URL
 
 # Neutral finish reason -> (response status, incomplete_details.reason).
 _STATUS: dict[str, tuple[str, str | None]] = {

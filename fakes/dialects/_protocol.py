@@ -1,0 +1,111 @@
+"""What a wire dialect module provides: the typed seam between the dialects and their users.
+
+A dialect is one module named after the dialect (``fakes/dialects/<name>.py``), registered in
+``fakes.dialects.REGISTRY``. Every dialect renders a neutral reply (``json_body``), shapes its
+errors (``error_body``) and reads its own requests and replies back into the canonical
+chat-completions view (``read_body``, ``stream_reader``, ``read_json``; used by
+``conformance.canon``). ``openai_chat`` *is* that view, so its read-back is the identity, and
+``fakes.plan`` renders its stream itself; every other dialect is an ``EventDialect``: it also
+renders the stream as named events, places faults at neutral positions (``marks``), checks a
+request and gives the chat-shaped view that script steps match on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+__all__ = ["ChatOut", "Dialect", "EventDialect", "StreamReader"]
+
+
+class ChatOut(Protocol):
+    """Where a stream reader writes the chat SSE frames it reads back (``_chatview.ChatFrames``)."""
+
+    id: str
+    model: str
+
+    def chunk(
+        self,
+        delta: dict[str, Any] | None,
+        finish: str | None = None,
+        usage: dict[str, Any] | None = None,
+        with_choice: bool = True,
+    ) -> None: ...
+
+    def data(self, payload: str) -> None: ...
+
+
+class StreamReader(Protocol):
+    """Reads one streamed response, event by event, into chat frames."""
+
+    def event(self, kind: str, payload: dict[str, Any]) -> None: ...
+
+
+class Dialect(Protocol):
+    """What every dialect module provides."""
+
+    NAME: str  # as the journal records it
+    PATH: str  # the endpoint the gateway serves it on, under a session's base URL
+
+    def json_body(self, reply: dict[str, Any], model: str) -> dict[str, Any]:
+        """The non-streaming body of a neutral reply."""
+        ...
+
+    def error_body(self, message: str, type_: str = ...) -> dict[str, Any]:
+        """An error body of this dialect's shape."""
+        ...
+
+    def read_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A request body of this dialect as a chat-completions body."""
+        ...
+
+    def stream_reader(self, out: ChatOut) -> StreamReader:
+        """A reader of this dialect's stream events writing chat frames to ``out``."""
+        ...
+
+    def read_json(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """A JSON reply of this dialect as a chat body (a completion or ``{"error": ...}``),
+        or None when ``obj`` is not one of its replies (then it is kept as sent)."""
+        ...
+
+
+class EventDialect(Dialect, Protocol):
+    """A dialect whose stream is named events, rendered by ``fakes.plan`` through this seam."""
+
+    def stream_events(
+        self,
+        reply: dict[str, Any],
+        model: str,
+        *,
+        terminal: bool = ...,
+        empty: str | None = ...,
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The ``(event, payload)`` pairs of a streamed reply."""
+        ...
+
+    def frame(self, event: str, payload: dict[str, Any]) -> bytes:
+        """One SSE event on the wire."""
+        ...
+
+    def marks(self, events: list[tuple[str, dict[str, Any]]]) -> list[tuple[int, ...] | None]:
+        """The neutral content milestone of each event (``openai_chat.marks``' terms)."""
+        ...
+
+    def http_error_body(self, status: int) -> dict[str, Any]:
+        """The default body of a scripted ``http_error``."""
+        ...
+
+    def in_band_error_frame(self, error: dict[str, Any] | None, seq: int, model: str) -> bytes:
+        """The frame of a scripted ``in_band_error``."""
+        ...
+
+    def malformed_frame(self, kind: str) -> bytes:
+        """The frame of a scripted ``malformed_event`` (``bad_json`` or ``missing_data``)."""
+        ...
+
+    def check_request(self, body: Any) -> str | None:
+        """What is wrong with a request body, or None."""
+        ...
+
+    def match_view(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The chat-shaped view of a request that script steps match on."""
+        ...
