@@ -36,6 +36,7 @@ from conformance.evidence import Evidence
 from conformance.verdicts import aggregate, verdict_for
 from fakes import Scenario, SyncGateway
 from fakes.dialects import NAMES
+from fakes.journal import Journal
 
 __all__ = [
     "DEFAULT_DIALECT",
@@ -135,11 +136,11 @@ def _read_debug_files(debug_dir: Path) -> dict[str, str]:
     return files
 
 
-def _model_requests(journal: dict) -> list[dict]:
+def _model_requests(journal: Journal) -> list[Any]:
     return [e for e in journal.get("entries") or [] if e.get("kind") == "chat"]
 
 
-def _settle(outcome: RunOutcome, journal: dict) -> tuple[str, str | None]:
+def _settle(outcome: RunOutcome, journal: Journal) -> tuple[str, str | None]:
     """The scenario's status and error, from the adapter's outcome and the wire.
 
     Two outcomes an agent may not choose for itself: "unsupported" (exit 89) counts only before
@@ -153,7 +154,7 @@ def _settle(outcome: RunOutcome, journal: dict) -> tuple[str, str | None]:
     if unserved is not None:
         return "error", (
             f"the scenario's script could not serve request #{unserved.get('seq')} "
-            f"({unserved['harness_error']}); give the scenario an `otherwise:` step"
+            f"({unserved.get('harness_error')}); give the scenario an `otherwise:` step"
             + (f"; the agent's own outcome: {status}" if status not in ("ran", "ok") else "")
         )
     if status == "unsupported" and chat:
@@ -216,7 +217,12 @@ def run_scenario(
                 f" (the agent does not declare {speaks}, so it is not run in the {dialect} dialect)"
             )
         outcome = RunOutcome("unsupported", [], None, "", why)
-        journal: dict = {"entries": []}
+        journal: Journal = {
+            "session": "",
+            "scenario": scenario.id,
+            "time_scale": scale,
+            "entries": [],
+        }
         debug_files: dict[str, str] = {}
     else:
         session = gateway.create_session(scenario, time_scale=scale)
@@ -347,7 +353,9 @@ def agent_results(
         agent["scenarios"].append(entry)
         if agent["version"] is None:
             # The agent's own word in its hello, not the harness's version.
-            hello = next((e for e in entry.get("events") or [] if e.get("type") == "hello"), {})
+            hello: dict[str, Any] = next(
+                (e for e in entry.get("events") or [] if e.get("type") == "hello"), {}
+            )
             agent["version"] = str(hello["version"]) if hello.get("version") else None
         for cid, v in verdicts.items():
             per_criterion.setdefault(cid, []).append(v)
