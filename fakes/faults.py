@@ -19,6 +19,7 @@ The bytes a fault injects come from the dialect (``Context.dialect``: ``http_err
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -42,6 +43,8 @@ API_KEY_PLACEHOLDER = "{api_key}"
 
 _COUNT = {"$ref": "#/$defs/count"}
 _SECONDS = {"$ref": "#/$defs/seconds"}
+# The statuses ``conformance fuzz`` scripts an agent should retry (and 400, which it should not).
+_FUZZ_STATUSES = [429, 500, 502, 503, 504, 529, 408, 400]
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,18 @@ class Fault:
     params: ClassVar[dict[str, Any]]  # JSON Schema of the parameters
     stream_only: ClassVar[bool] = False
     replay_ok: ClassVar[bool] = True
+    # Whether an attempt that met this fault failed on the wire, unless ``attempt_failed``
+    # says otherwise from the journal's response record (``conformance.evidence.is_failed``).
+    breaks: ClassVar[bool] = False
+
+    def attempt_failed(self, resp: Mapping[str, Any], p: dict[str, Any]) -> bool | None:
+        """Whether the attempt failed, read from its response record; None: by ``breaks``."""
+        return None
+
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        """Parameters for ``conformance fuzz``, drawn with Hypothesis's ``draw`` (``reply`` is
+        the step's reply, for a fault that acts on its parts)."""
+        return {}
 
     def replace(self, plan: Plan, p: dict[str, Any], ctx: Context) -> Plan | None:
         return None
@@ -128,6 +143,18 @@ class HttpError(Fault):
         plan.retry_after_date = p.get("retry_after_date")
         return plan
 
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        from hypothesis import strategies as st
+
+        retry = st.one_of(
+            st.just({}),
+            st.builds(lambda s: {"headers": {"Retry-After": str(s)}}, st.integers(0, 8)),
+            st.builds(lambda ms: {"headers": {"retry-after-ms": str(ms)}}, st.integers(0, 4000)),
+            st.builds(lambda s: {"retry_after_date": s}, st.integers(0, 8)),
+        )
+        status = draw(st.sampled_from(_FUZZ_STATUSES))
+        return {"status": status, **draw(retry)}
+
 
 class ResetBeforeHeaders(Fault):
     name = "reset_before_headers"
@@ -136,6 +163,8 @@ class ResetBeforeHeaders(Fault):
     def replace(self, plan: Plan, p: dict[str, Any], ctx: Context) -> Plan | None:
         plan.reset_before_headers, plan.ending = True, "reset"
         return plan
+
+    breaks = True
 
 
 class DelayHeaders(Fault):
@@ -149,6 +178,11 @@ class DelayHeaders(Fault):
 
     def on_plan(self, plan: Plan, p: dict[str, Any]) -> None:
         plan.header_delay = float(p["seconds"])
+
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        from hypothesis import strategies as st
+
+        return {"seconds": draw(st.integers(0, 20))}
 
 
 class Cut(Fault):
@@ -186,6 +220,26 @@ class Cut(Fault):
                 pos += len(c.data)
         plan.cut_at_byte = sum(len(c.data) for c in out)
         return out
+
+    breaks = True
+
+    def attempt_failed(self, resp: Mapping[str, Any], p: dict[str, Any]) -> bool | None:
+        cut_at, full = resp.get("cut_at_byte"), resp.get("full_bytes")
+        if cut_at is not None and full and cut_at >= full:
+            # Cut after the last byte: the whole body went out before the connection ended.
+            return False
+        return None
+
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        from hypothesis import strategies as st
+
+        where = draw(
+            st.one_of(
+                st.builds(lambda n: {"after_events": n}, _fuzz_events()),
+                st.builds(lambda b: {"at_byte": b}, st.integers(0, 600)),
+            )
+        )
+        return {**where, "mode": draw(st.sampled_from(["reset", "close"]))}
 
 
 class Stall(Fault):
@@ -225,6 +279,16 @@ class Stall(Fault):
             extra.append(Chunk(b"", secs - waited, event=False))
         return chunks[:n] + extra + rest
 
+    def attempt_failed(self, resp: Mapping[str, Any], p: dict[str, Any]) -> bool | None:
+        # A stall the client waited out is a slow success; it failed only if the client gave
+        # up before the whole body was out.
+        return bool(resp.get("sent_bytes", 0) < (resp.get("full_bytes") or 0))
+
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        from hypothesis import strategies as st
+
+        return {"after_events": draw(_fuzz_events()), "seconds": draw(st.integers(1, 120))}
+
 
 class EndWithoutFinish(Fault):
     name = "end_without_finish"
@@ -237,6 +301,13 @@ class EndWithoutFinish(Fault):
 
     def on_reply(self, r: Rendering, p: dict[str, Any]) -> None:
         r.reply["finish_reason"], r.terminal = None, bool(p.get("done", False))
+
+    breaks = True
+
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        from hypothesis import strategies as st
+
+        return {"done": draw(st.booleans())}
 
 
 class FinishWithoutDone(Fault):
@@ -263,6 +334,20 @@ class MalformedEvent(Fault):
         bad = Chunk(ctx.dialect.malformed_frame(p.get("kind", "bad_json")), event=False)
         return chunks[:n] + [bad] + chunks[n:]
 
+    breaks = True
+
+    def attempt_failed(self, resp: Mapping[str, Any], p: dict[str, Any]) -> bool | None:
+        if p.get("kind") == "missing_data":
+            # A line with no field name is ignored by SSE parsers: the stream itself is intact.
+            return resp.get("end") in ("reset", "close")
+        return _after_done_rule(resp, p)
+
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        from hypothesis import strategies as st
+
+        kind = draw(st.sampled_from(["bad_json", "missing_data"]))
+        return {"after_events": draw(_fuzz_events()), "kind": kind}
+
 
 class InBandError(Fault):
     name = "in_band_error"
@@ -277,6 +362,14 @@ class InBandError(Fault):
         self, chunks: list[Chunk], n: int, plan: Plan, p: dict[str, Any], ctx: Context
     ) -> list[Chunk]:
         return chunks[:n] + [Chunk(ctx.dialect.in_band_error_frame(p.get("error"), n, ctx.model))]
+
+    breaks = True
+
+    def attempt_failed(self, resp: Mapping[str, Any], p: dict[str, Any]) -> bool | None:
+        return _after_done_rule(resp, p)
+
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        return {"after_events": draw(_fuzz_events())}
 
 
 class Length(Fault):
@@ -301,6 +394,14 @@ class Length(Fault):
             reply[part] = (reply.get(part) or "")[:at]
         r.reply = reply
 
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        from hypothesis import strategies as st
+
+        parts = ["arguments"] if reply.get("tool_calls") else ["text"]
+        if reply.get("reasoning"):
+            parts.append("reasoning")
+        return {"part": draw(st.sampled_from(parts)), "at": draw(st.integers(0, 30))}
+
 
 class SlowDribble(Fault):
     name = "slow_dribble"
@@ -318,6 +419,11 @@ class SlowDribble(Fault):
         gap = float(p["interval"])
         return [Chunk(c.data, gap if i else 0.0, c.event) for i, c in enumerate(chunks)]
 
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        from hypothesis import strategies as st
+
+        return {"interval": draw(st.sampled_from([0.01, 0.05, 0.2]))}
+
 
 class EmptyReply(Fault):
     name = "empty_reply"
@@ -331,8 +437,47 @@ class EmptyReply(Fault):
     def on_reply(self, r: Rendering, p: dict[str, Any]) -> None:
         r.empty, r.reply = p.get("kind", "no_choices"), {"text": "", "finish_reason": "stop"}
 
+    breaks = True
 
-# The registry, in the order the schema lists them.
+    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
+        from hypothesis import strategies as st
+
+        return {"kind": draw(st.sampled_from(["no_choices", "empty_message"]))}
+
+
+def _fuzz_events() -> Any:
+    """Where ``conformance fuzz`` places an ``after_events`` fault."""
+    from hypothesis import strategies as st
+
+    return st.integers(0, 8)
+
+
+def _after_done_rule(resp: Mapping[str, Any], p: dict[str, Any]) -> bool | None:
+    if _injected_after_done(resp.get("sent") or "", p):
+        # Injected after the stream's own end: a client that stops at [DONE] never meets it.
+        return resp.get("end") in ("reset", "close")
+    return None
+
+
+def _injected_after_done(sent: str, params: dict[str, Any]) -> bool:
+    """Whether the injected event came after the stream's own `data: [DONE]`.
+
+    A malformed event is inserted in the middle of the rendering, whose rest (with [DONE]) still
+    goes out when the body is small, so [DONE] being somewhere in `sent` is not enough: the
+    injected frame sits at index `after_events` among the frames written.
+    """
+    if "data: [DONE]" not in sent:
+        return False
+    if "after_events" not in params:
+        return True  # position unknown: keep the older reading
+    n = int(params["after_events"])
+    frames = [f for f in sent.split("\n\n") if f.strip()]
+    own = frames[:n] + frames[n + 1 :]  # the rendering's frames, without the injected one
+    done = next((i for i, f in enumerate(own) if f.strip() == "data: [DONE]"), None)
+    return done is not None and n > done
+
+
+# The registry, in the order the schema lists them (and the fuzzer samples them).
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (

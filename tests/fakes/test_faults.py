@@ -1,14 +1,16 @@
-"""The fault classes are the one home of a fault: the committed schema and the scenario
-loader's rules are derived from them."""
+"""The fault classes are the one home of a fault: the committed schema, the scenario loader's
+rules and the fuzzer's draws are derived from them."""
 
 from __future__ import annotations
 
 import json
 
 import jsonschema
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fakes.faults import FAULTS, fault_schema, schema_text, schema_with_faults
-from fakes.scenario import REPLAY_UNFIT, SCHEMA_PATH, STREAM_ONLY
+from fakes.scenario import REPLAY_UNFIT, SCHEMA_PATH, STREAM_ONLY, schema
 
 
 def test_the_committed_scenario_schema_has_the_generated_fault_part():
@@ -42,3 +44,14 @@ def test_the_loader_rules_are_read_from_the_classes():
         "end_without_finish",
         "finish_without_done",
     }
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.data(), st.booleans())
+def test_the_fuzzer_draws_parameters_the_schema_accepts(data, tools):
+    reply = {"tool_calls": [{"id": "c", "name": "f", "arguments": "{}"}]} if tools else {}
+    validator = jsonschema.Draft202012Validator(
+        {"$defs": schema()["$defs"], "$ref": "#/$defs/fault"}
+    )
+    for name, fault in FAULTS.items():
+        validator.validate({name: fault.draw_params(data.draw, {**reply, "reasoning": "r"})})
