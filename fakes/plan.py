@@ -199,9 +199,9 @@ def _replay_plan(
 ) -> Plan:
     """Carry out a ``replay`` step: the recorded status, headers and chunks, byte for byte.
 
-    Faults that act on bytes still apply (``http_error`` and ``reset_before_headers`` replace
-    the response, rendered in the request's dialect; ``delay_headers``, ``cut``, ``stall``,
-    ``slow_dribble``, ``malformed_event`` and ``in_band_error`` act on the chunks);
+    Faults still apply (``fakes.faults``): a replacing one (``http_error``,
+    ``reset_before_headers``) answers in the request's dialect, the others act on the chunks
+    (those that rewrite a rendered reply are refused at load time, ``Fault.replay_ok``);
     ``after_events`` counts chunks carrying a ``data:`` line, since a recording's write
     boundaries need not match events. A recording is in one dialect (``replay.dialect``,
     default ``openai_chat``): a request of another is a harness error, never foreign bytes.
