@@ -1,8 +1,9 @@
 """Decide what to send for one chat request: a pure function of the step and the request.
 
-Theory of operation: ``make_plan`` renders the reply fully (``full``), then applies the step's
-fault to get the list of byte chunks actually written (each with an unscaled delay before it)
-and how the response ends. The server only carries out a plan, scaling the delays.
+Theory of operation: ``make_plan`` renders the reply fully (``full``), letting the step's fault
+(a class of ``fakes.faults``) act at each stage, to get the list of byte chunks actually written
+(each with an unscaled delay before it) and how the response ends. The server only carries out
+a plan, scaling the delays.
 """
 
 from __future__ import annotations
@@ -152,7 +153,7 @@ def _no_choices(plan: Plan, model: str) -> Plan:
 
 
 # -- other dialects (Anthropic Messages, OpenAI Responses) ------------------------------------
-# The same primitives as above over that dialect's events: the finish marker is the dialect's
+# The same primitives as chat over that dialect's events: the finish marker is the dialect's
 # (``message_delta`` / the terminal ``response.*`` event), ``done`` its end-of-stream marker
 # (``message_stop``; Responses has none apart from the terminal event), see docs/gateway.md.
 
