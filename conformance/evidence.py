@@ -16,6 +16,7 @@ from typing import Any, TypeGuard, cast
 
 from conformance.canon import canonical_journal
 from conformance.catalogue import by_id
+from fakes.faults import FAULTS
 from fakes.journal import ChatEntry, Entry, Journal, Response, ToolEntry
 
 __all__ = [
@@ -50,24 +51,6 @@ def nominal_backoff(n: int) -> float:
     return min(float(_BACKOFF["cap_s"]), _BACKOFF["base_s"] * 2.0 ** (n - 1))
 
 
-def _injected_after_done(sent: str, params: dict[str, Any]) -> bool:
-    """Whether the injected event came after the stream's own `data: [DONE]`.
-
-    A malformed event is inserted in the middle of the rendering, whose rest (with [DONE]) still
-    goes out when the body is small, so [DONE] being somewhere in `sent` is not enough: the
-    injected frame sits at index `after_events` among the frames written.
-    """
-    if "data: [DONE]" not in sent:
-        return False
-    if "after_events" not in params:
-        return True  # position unknown: keep the older reading
-    n = int(params["after_events"])
-    frames = [f for f in sent.split("\n\n") if f.strip()]
-    own = frames[:n] + frames[n + 1 :]  # the rendering's frames, without the injected one
-    done = next((i for i, f in enumerate(own) if f.strip() == "data: [DONE]"), None)
-    return done is not None and n > done
-
-
 def response_of(entry: Entry) -> Response:
     """What the gateway sent back for ``entry``: its ``response`` record, or the empty record
     when there is none (nothing sent yet, a tool hang the agent abandoned). Read its fields with
@@ -91,31 +74,14 @@ def is_failed(entry: Entry) -> bool:
     status = resp.get("status")
     if status is None or status >= 400:
         return True
-    params = entry.get("fault_params") or {}
-    if entry.get("fault") == "malformed_event" and params.get("kind") == "missing_data":
-        # A line with no field name is ignored by SSE parsers: the stream itself is intact.
-        return resp.get("end") in ("reset", "close")
-    if entry.get("fault") in ("malformed_event", "in_band_error") and _injected_after_done(
-        resp.get("sent") or "", params
-    ):
-        # Injected after the stream's own end: a client that stops at [DONE] never meets it.
-        return resp.get("end") in ("reset", "close")
-    cut_at, full = resp.get("cut_at_byte"), resp.get("full_bytes")
-    if entry.get("fault") == "cut" and cut_at is not None and full and cut_at >= full:
-        # Cut after the last byte: the whole body went out before the connection ended.
-        return False
-    if entry.get("fault") == "stall":
-        # A stall the client waited out is a slow success; it failed only if the client gave
-        # up before the whole body was out.
-        return resp.get("sent_bytes", 0) < (resp.get("full_bytes") or 0)
-    return resp.get("end") in ("reset", "close") or entry.get("fault") in (
-        "reset_before_headers",
-        "cut",
-        "end_without_finish",
-        "malformed_event",
-        "in_band_error",
-        "empty_reply",
-    )
+    # The fault's own rule (``fakes.faults``), else: broken if the connection broke or the
+    # fault is one that breaks an attempt.
+    fault = FAULTS.get(entry.get("fault") or "")
+    if fault is not None:
+        verdict = fault.attempt_failed(resp, entry.get("fault_params") or {})
+        if verdict is not None:
+            return verdict
+    return resp.get("end") in ("reset", "close") or (fault is not None and fault.breaks)
 
 
 def _header(entry: Entry, name: str) -> str | None:

@@ -38,6 +38,7 @@ from hypothesis.errors import FlakyFailure, FlakyReplay
 from conformance.adapters.base import Adapter, make_adapter
 from conformance.runner import run_scenario
 from fakes import Gateway, Scenario, SyncGateway, load_scenario
+from fakes.faults import FAULTS
 
 __all__ = ["FUZZ_CRITERIA", "FuzzReport", "schedules", "run_fuzz", "main"]
 
@@ -69,7 +70,6 @@ _TOOL = {
 }
 _TEXT = "The answer, in a few words, is here."
 _REASONING = "First think about the file, then write it."
-_RETRYABLE = [429, 500, 502, 503, 504, 529, 408]
 _FINAL = {"times": 500, "reply": {"text": "Done.", "finish_reason": "stop"}}
 
 
@@ -90,71 +90,13 @@ def _reply(draw: st.DrawFn, step: int) -> dict[str, Any]:
     return reply
 
 
-def _retry_headers() -> st.SearchStrategy[dict[str, Any]]:
-    return st.one_of(
-        st.just({}),
-        st.builds(lambda s: {"headers": {"Retry-After": str(s)}}, st.integers(0, 8)),
-        st.builds(lambda ms: {"headers": {"retry-after-ms": str(ms)}}, st.integers(0, 4000)),
-        st.builds(lambda s: {"retry_after_date": s}, st.integers(0, 8)),
-    )
-
-
 @st.composite
 def _fault(draw: st.DrawFn, reply: dict[str, Any]) -> dict[str, Any] | None:
-    name = draw(
-        st.sampled_from(
-            [
-                "none",
-                "http_error",
-                "reset_before_headers",
-                "delay_headers",
-                "cut",
-                "stall",
-                "end_without_finish",
-                "finish_without_done",
-                "malformed_event",
-                "in_band_error",
-                "length",
-                "slow_dribble",
-                "empty_reply",
-            ]
-        )
-    )
-    ev = st.integers(0, 8)
+    """No fault or one of the registered ones, its parameters drawn by its class."""
+    name = draw(st.sampled_from(["none", *FAULTS]))
     if name == "none":
         return None
-    if name == "http_error":
-        status = draw(st.sampled_from([*_RETRYABLE, 400]))
-        return {"http_error": {"status": status, **draw(_retry_headers())}}
-    if name in ("reset_before_headers", "finish_without_done"):
-        return {name: {}}
-    if name == "delay_headers":
-        return {name: {"seconds": draw(st.integers(0, 20))}}
-    if name == "cut":
-        where = draw(
-            st.one_of(
-                st.builds(lambda n: {"after_events": n}, ev),
-                st.builds(lambda b: {"at_byte": b}, st.integers(0, 600)),
-            )
-        )
-        return {"cut": {**where, "mode": draw(st.sampled_from(["reset", "close"]))}}
-    if name == "stall":
-        return {"stall": {"after_events": draw(ev), "seconds": draw(st.integers(1, 120))}}
-    if name == "end_without_finish":
-        return {name: {"done": draw(st.booleans())}}
-    if name == "malformed_event":
-        kind = draw(st.sampled_from(["bad_json", "missing_data"]))
-        return {name: {"after_events": draw(ev), "kind": kind}}
-    if name == "in_band_error":
-        return {name: {"after_events": draw(ev)}}
-    if name == "length":
-        parts = ["arguments"] if reply.get("tool_calls") else ["text"]
-        if reply.get("reasoning"):
-            parts.append("reasoning")
-        return {"length": {"part": draw(st.sampled_from(parts)), "at": draw(st.integers(0, 30))}}
-    if name == "slow_dribble":
-        return {name: {"interval": draw(st.sampled_from([0.01, 0.05, 0.2]))}}
-    return {"empty_reply": {"kind": draw(st.sampled_from(["no_choices", "empty_message"]))}}
+    return {name: FAULTS[name].draw_params(draw, reply)}
 
 
 @st.composite

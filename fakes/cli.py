@@ -1,4 +1,5 @@
-"""Command line: ``python -m fakes serve PATH`` serves scenarios until Ctrl-C."""
+"""Command line: ``python -m fakes serve PATH`` serves scenarios until Ctrl-C;
+``python -m fakes write-schema`` regenerates the fault part of the scenario schema."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import sys
 
 from fakes.errors import FakesError
+from fakes.faults import write_schema
 from fakes.gateway import Gateway
 from fakes.scenario import load_scenarios
 
@@ -31,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
         default=1.0,
         help="multiply every scenario duration by this (default 1.0)",
     )
+    sub.add_parser(
+        "write-schema", help="rewrite the fault part of scenarios/schema.json from fakes.faults"
+    )
     return p
 
 
@@ -49,6 +54,9 @@ async def _serve(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 for bad input)."""
     args = _parser().parse_args(argv)
+    if args.command == "write-schema":
+        print(f"wrote {write_schema()}", file=sys.stderr)
+        return 0
     if args.time_scale <= 0:
         print("error: --time-scale must be > 0", file=sys.stderr)
         return 2

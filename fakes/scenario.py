@@ -16,6 +16,7 @@ import jsonschema
 import yaml
 
 from fakes.errors import ScenarioError
+from fakes.faults import API_KEY_PLACEHOLDER, FAULTS
 
 __all__ = [
     "line_map",
@@ -30,23 +31,14 @@ __all__ = [
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "scenarios" / "schema.json"
 _SCHEMA: dict[str, Any] | None = None
 
-# Faults that only make sense on a stream; a `match: {stream: false}` step may not use them.
-STREAM_ONLY = {
-    "end_without_finish",
-    "finish_without_done",
-    "malformed_event",
-    "in_band_error",
-    "slow_dribble",
-}
+# Derived from the fault classes (``fakes.faults``): faults that only make sense on a stream
+# (a `match: {stream: false}` step may not use them), and faults that change the rendered reply
+# itself, meaningless on recorded bytes.
+STREAM_ONLY = frozenset(name for name, f in FAULTS.items() if f.stream_only)
+REPLAY_UNFIT = frozenset(name for name, f in FAULTS.items() if not f.replay_ok)
 
 # ``Step.index`` of an explicit ``otherwise:`` step (it is no script step).
 OTHERWISE_INDEX = -1
-
-# What an ``http_error`` body with ``echo_api_key`` holds where the request's key goes.
-API_KEY_PLACEHOLDER = "{api_key}"
-
-# Faults that change the rendered reply itself: meaningless on recorded bytes.
-REPLAY_UNFIT = {"length", "empty_reply", "end_without_finish", "finish_without_done"}
 
 
 def schema() -> dict[str, Any]:

@@ -186,3 +186,23 @@ def test_http_error_on_a_replay_is_rendered_in_the_request_dialect(gateway_sessi
 def test_replay_dialect_must_be_known():
     with pytest.raises(ScenarioError, match="dialect"):
         Scenario.from_dict(scenario({"replay": replay(dialect="gemini")}))
+
+
+def test_a_replayed_stall_sends_keepalives_on_a_stream_only():
+    # A rendered stall fills its pause with keep-alive comments; a replayed one did not (the
+    # two applications had drifted apart until the fault became one class).
+    from fakes.plan import make_plan
+    from fakes.scenario import Step
+
+    stall = {"stall": {"after_events": 1, "seconds": 10, "keepalive": 3}}
+    step = Step(index=0, reply=None, replay=replay(), fault=stall)
+    streamed = make_plan(step, {"stream": True})
+    kinds = [c.data == b": keep-alive\n\n" for c in streamed.chunks]
+    assert kinds == [False, False, True, True, True, False, False, False]
+    assert [c.delay for c in streamed.chunks] == [0.0, 0.0, 3.0, 3.0, 3.0, 1.0, 0.0, 0.0]
+    assert b"".join(c.data for c, k in zip(streamed.chunks, kinds, strict=True) if not k) == BODY
+    assert streamed.chunks[5].event
+
+    whole = make_plan(step, {"stream": False})
+    assert b"".join(c.data for c in whole.chunks) == BODY
+    assert sum(c.delay for c in whole.chunks) == pytest.approx(10.0)
