@@ -50,14 +50,7 @@ def _anthropic_assistant(content: Any) -> dict[str, Any]:
             redacted.append(dict(b))
         elif kind == "tool_use":
             inp = b.get("input")
-            args = inp if isinstance(inp, str) else cv.json_text(inp)
-            calls.append(
-                {
-                    "id": b.get("id"),
-                    "type": "function",
-                    "function": {"name": b.get("name"), "arguments": args},
-                }
-            )
+            calls.append(cv.tool_call(b.get("id"), b.get("name"), inp))
     msg["content"] = "".join(texts) if texts or not calls else None
     if reasoning:
         msg["reasoning_content"] = "".join(reasoning)
@@ -190,22 +183,8 @@ def _message_json(obj: dict[str, Any]) -> dict[str, Any]:
         elif b.get("type") == "thinking":
             reasoning.append(str(b.get("thinking") or ""))
         elif b.get("type") == "tool_use":
-            inp = b.get("input")
-            calls.append(
-                {
-                    "id": b.get("id"),
-                    "type": "function",
-                    "function": {
-                        "name": b.get("name"),
-                        "arguments": inp if isinstance(inp, str) else cv.json_text(inp),
-                    },
-                }
-            )
-    msg: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
-    if reasoning:
-        msg["reasoning_content"] = "".join(reasoning)
-    if calls:
-        msg["tool_calls"] = calls
+            calls.append(cv.tool_call(b.get("id"), b.get("name"), b.get("input")))
+    msg = cv.reply_message(texts, reasoning, calls)
     reason = obj.get("stop_reason")
     u = obj.get("usage") or {}
     return cv.completion(

@@ -62,6 +62,22 @@ def text_of(blocks: Any) -> str:
     return ""
 
 
+def tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    """A chat tool call; arguments that are not already text are written as JSON."""
+    args = arguments if isinstance(arguments, str) else json_text(arguments)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def reply_message(texts: list[str], reasoning: list[str], calls: list[Any]) -> dict[str, Any]:
+    """The assistant message of a whole (non-streamed) reply, in the chat view."""
+    msg: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
+    if reasoning:
+        msg["reasoning_content"] = "".join(reasoning)
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
 def image_part(url: str, detail: Any = None) -> dict[str, Any]:
     img: dict[str, Any] = {"url": url}
     if detail is not None:

@@ -111,16 +111,7 @@ def read_body(body: dict[str, Any]) -> dict[str, Any]:
                 name, args = item.get("name"), item.get("input")
             else:
                 name, args = "local_shell", cv.json_text(item.get("action"))
-            calls.append(
-                {
-                    "id": item.get("call_id"),
-                    "type": "function",
-                    "function": {
-                        "name": name,
-                        "arguments": args if isinstance(args, str) else cv.json_text(args),
-                    },
-                }
-            )
+            calls.append(cv.tool_call(item.get("call_id"), name, args))
         elif kind in _OUTPUT_ITEMS:
             flush()
             out = item.get("output")
@@ -264,21 +255,8 @@ def _response_json(obj: dict[str, Any]) -> dict[str, Any]:
             texts.append(c if isinstance(c, str) else cv.text_of(c))
         elif item.get("type") in _CALL_ITEMS:
             args = item.get("arguments", item.get("input"))
-            calls.append(
-                {
-                    "id": item.get("call_id"),
-                    "type": "function",
-                    "function": {
-                        "name": item.get("name"),
-                        "arguments": args if isinstance(args, str) else cv.json_text(args),
-                    },
-                }
-            )
-    msg: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
-    if reasoning:
-        msg["reasoning_content"] = "".join(reasoning)
-    if calls:
-        msg["tool_calls"] = calls
+            calls.append(cv.tool_call(item.get("call_id"), item.get("name"), args))
+    msg = cv.reply_message(texts, reasoning, calls)
     status = obj.get("status")
     finish = None if status in ("in_progress", "queued") else _responses_finish(obj, False)
     return cv.completion(obj, msg, finish, _responses_usage(obj))
