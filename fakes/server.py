@@ -24,6 +24,7 @@ from typing import Any, Literal, cast, overload
 
 from aiohttp import web
 
+from fakes.clock import overshoot
 from fakes.dialects import REGISTRY, anthropic_messages
 from fakes.errors import FakesError, ScenarioError
 from fakes.hold import hold_headers
@@ -78,6 +79,8 @@ class GatewayApp:
         r.add_post("/_control/sessions", self._create)
         r.add_get("/_control/sessions/{sid}/journal", self._journal)
         r.add_delete("/_control/sessions/{sid}", self._drop)
+        r.add_get("/_control/sessions/{sid}/headers/{step}", self._headers_out)
+        r.add_get("/_control/calibrate", self._calibrate)
         for d in REGISTRY.values():  # one endpoint per dialect (Anthropic's takes ?beta=true too)
             r.add_post("/s/{sid}" + d.PATH, functools.partial(self._chat, dialect=d.NAME))
         r.add_post("/s/{sid}/v1/messages/count_tokens", self._count_tokens)
@@ -165,6 +168,28 @@ class GatewayApp:
         if st is None:
             return _err(404, f"unknown session {request.match_info['sid']!r}")
         return web.json_response(st.journal())
+
+    async def _headers_out(self, request: web.Request) -> web.Response:
+        """Wait (up to ``?timeout=`` s, at most 5) until the response served by script step
+        ``step`` has its headers out: ``{"sent": true|false}``. The abort watcher of a harness
+        in another process waits here instead of polling the journal."""
+        st = self.sessions.get(request.match_info["sid"])
+        if st is None:
+            return _err(404, f"unknown session {request.match_info['sid']!r}")
+        try:
+            step = int(request.match_info["step"])
+            timeout = min(5.0, max(0.0, float(request.query.get("timeout", "1"))))
+        except ValueError:
+            return _err(400, "step must be an integer and timeout a number of seconds")
+        return web.json_response({"sent": await st.wait_headers(step, timeout)})
+
+    async def _calibrate(self, request: web.Request) -> web.Response:
+        """Timer overshoot of this gateway's event loop over ``?seconds=`` (at most 2)."""
+        try:
+            seconds = min(2.0, max(0.01, float(request.query.get("seconds", "0.3"))))
+        except ValueError:
+            return _err(400, "seconds must be a number")
+        return web.json_response(await overshoot(seconds))
 
     async def _drop(self, request: web.Request) -> web.Response:
         if not await self.drop_now(request.match_info["sid"]):
@@ -295,7 +320,7 @@ class GatewayApp:
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
         e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
-        return await self._execute(request, plan, e, st.time_scale)
+        return await self._execute(request, plan, e, st)
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         st = self._session(request)
@@ -391,8 +416,9 @@ class GatewayApp:
         return resp
 
     async def _execute(
-        self, request: web.Request, plan: Plan, e: ChatEntry, scale: float
+        self, request: web.Request, plan: Plan, e: ChatEntry, st: SessionState
     ) -> web.StreamResponse:
+        scale = st.time_scale
         r: ResponseRecord = {
             "status": plan.status,
             "headers": {},
@@ -437,6 +463,7 @@ class GatewayApp:
             await resp.prepare(request)
             r["t_headers_ns"], r["t_wall_headers"] = time.monotonic_ns(), time.time()
             r["headers"] = redact_headers(resp.headers)
+            st.headers_sent()
             # Counters live in locals and reach the journal before every wait and at the end:
             # the journal is exact whenever another task can read it, at a fraction of the cost.
             nbytes = events = 0
@@ -453,24 +480,25 @@ class GatewayApp:
                         events += 1
             finally:
                 r["sent_bytes"], r["events_sent"] = nbytes, events
+            # The end is stamped the moment the last byte (or the RST, or the FIN) is handed to
+            # the transport, before any bookkeeping: a retry's wait is measured from here.
             if plan.ending == "reset":
                 _rst(transport)
-                r["end"] = "reset"
+                r["t_end_ns"], r["end"] = time.monotonic_ns(), "reset"
             elif plan.ending == "close":
                 if transport is not None:
                     transport.close()
-                r["end"] = "close"
+                r["t_end_ns"], r["end"] = time.monotonic_ns(), "close"
             else:
                 await resp.write_eof()
+                r["t_end_ns"] = time.monotonic_ns()
         except (ConnectionError, asyncio.CancelledError) as ex:
-            r["end"] = "client_gone"
+            r["t_end_ns"], r["end"] = time.monotonic_ns(), "client_gone"
             if isinstance(ex, asyncio.CancelledError):
                 r["sent"] = _redact(b"".join(parts).decode("utf-8", "replace"), plan.secrets)
-                r["t_end_ns"] = time.monotonic_ns()
                 raise
         # Byte counts stay those of the wire; only the text kept loses an echoed key.
         r["sent"] = _redact(b"".join(parts).decode("utf-8", "replace"), plan.secrets)
-        r["t_end_ns"] = time.monotonic_ns()
         return resp
 
 

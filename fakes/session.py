@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import uuid
 from dataclasses import dataclass, field
@@ -65,9 +66,39 @@ class SessionState:
     tool_cursor: dict[str, int] = field(default_factory=dict)
     entries: list[Entry] = field(default_factory=list)
     refused: RefusingPort | None = None  # when the scenario refuses connections
+    # Set (and replaced) whenever a response's headers go out: wakes wait_headers.
+    _headers_out: asyncio.Event = field(
+        default_factory=asyncio.Event, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.used = [0] * len(self.scenario.script)
+
+    def headers_sent(self) -> None:
+        """A response's headers just went out (called by the server)."""
+        self._headers_out.set()
+        self._headers_out = asyncio.Event()
+
+    def headers_out(self, step: int) -> bool:
+        """Whether the response served by script step ``step`` has its headers out."""
+        return any(
+            e.get("step") == step and (e.get("response") or {}).get("t_headers_ns")
+            for e in self.entries
+        )
+
+    async def wait_headers(self, step: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for :meth:`headers_out`; its value at the end."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while not self.headers_out(step):
+            left = end - loop.time()
+            if left <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._headers_out.wait(), left)
+            except TimeoutError:
+                return self.headers_out(step)
+        return True
 
     def take_step(self, req: dict[str, Any]) -> tuple[Step | None, bool]:
         """The step serving ``req`` and whether it serves as ``otherwise`` (contracts §5)."""
