@@ -108,7 +108,8 @@ def _scenarios_by_criterion(directory: Path) -> dict[str, list[str]]:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from conformance.catalogue import CATALOGUE, as_markdown
+    from conformance.catalogue import CATALOGUE
+    from conformance.criteria_page import as_markdown
 
     if args.markdown:
         sys.stdout.write(as_markdown())

@@ -1,5 +1,5 @@
 """Command line: ``python -m fakes serve PATH`` serves scenarios until Ctrl-C;
-``python -m fakes write-schema`` regenerates the fault part of the scenario schema."""
+``python -m fakes write-schema`` regenerates its generated parts (faults, dialect names)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import asyncio
 import sys
 
 from fakes.errors import FakesError
-from fakes.faults import write_schema
 from fakes.gateway import Gateway
 from fakes.scenario import load_scenarios
+from fakes.schemas import write_schema
 
 __all__ = ["main"]
 
@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
         help="multiply every scenario duration by this (default 1.0)",
     )
     sub.add_parser(
-        "write-schema", help="rewrite the fault part of scenarios/schema.json from fakes.faults"
+        "write-schema",
+        help="rewrite the generated parts of scenarios/schema.json (faults, dialect names)",
     )
     return p
 
