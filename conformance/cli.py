@@ -135,7 +135,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     for row in rows:
-        n = len(row["scenarios"])
+        n = len(row["scenarios"] or ())
         print(f"{row['id']:<8} {row['level']:<6} {row['title']}  [{n} scenario{'s' * (n != 1)}]")
     return 0
 

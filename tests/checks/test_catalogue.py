@@ -64,8 +64,8 @@ def test_docs_page_is_in_sync() -> None:
 
 
 def test_list_markdown_writes_the_docs_page(capsys) -> None:
-    from conformance.criteria_page import as_markdown
     from conformance.cli import main
+    from conformance.criteria_page import as_markdown
 
     assert main(["list", "--markdown"]) == 0
     assert capsys.readouterr().out == as_markdown()
@@ -104,8 +104,8 @@ def test_list_json_carries_dialects(capsys) -> None:
 
 
 def test_docs_page_shows_what_a_turn_cut_short_still_judges() -> None:
-    from conformance.criteria_page import as_markdown
     from conformance.checks import FINAL_ON_PARTIAL
+    from conformance.criteria_page import as_markdown
 
     rows = {ln.split("|")[1].strip(): ln for ln in as_markdown().splitlines() if ln[:6] == "| RTY-"}
     assert "RTY-04" in FINAL_ON_PARTIAL and "| final |" in rows["RTY-04"]
