@@ -24,7 +24,7 @@ from typing import IO
 
 from conformance.adapters.interface import RunOutcome, RunRequest, redact
 
-__all__ = ["EXIT_UNSUPPORTED", "CommandAdapter", "kill_group"]
+__all__ = ["EXIT_UNSUPPORTED", "HELLO_FIRST", "CommandAdapter", "kill_group"]
 
 EXIT_UNSUPPORTED = 89
 _INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT", "TZ")
@@ -296,6 +296,8 @@ class CommandAdapter:
             self._close_stdin(proc)
             reader.join()
         if probe and hello is None and error:
+            if status != "timeout":  # the timeout's own text says it first
+                error = f"no hello line: {error}"
             error += f". The agent wrote: {reader.heads()}"
         return RunOutcome(
             status=status,
