@@ -5,7 +5,9 @@ Theory of operation: each request is journaled on arrival; chat requests pick a 
 carries it out, recording exactly the bytes written and how the connection ended. A ``reset``
 sets SO_LINGER 0 before aborting so the peer sees an RST; a ``close`` shuts the connection
 cleanly without the final zero-length chunk, so an HTTP client sees an incomplete body. Delayed
-headers are held by ``fakes.hold``, which notices a client that leaves meanwhile.
+headers are held by ``fakes.hold``, which notices a client that leaves meanwhile. The root
+``/v1`` serves one session too when asked (``serve_at_root``); ``GET /`` and every path that names
+no session are answered from ``fakes.index``, so a client that misses learns where to go.
 """
 
 from __future__ import annotations
