@@ -24,6 +24,7 @@ Without a calibration (a single scenario run by a test, the golden pins) the flo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -40,6 +41,7 @@ __all__ = [
     "NOISE_FLOOR_S",
     "Timing",
     "calibrate",
+    "run_timing",
     "timing_from",
 ]
 
@@ -64,6 +66,7 @@ class Timing:
     # None when nothing was measured.
     harness: dict[str, Any] | None = None
     gateway: dict[str, Any] | None = None
+    process: str = ""  # which of the run's processes measured it
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -82,7 +85,7 @@ def timing_from(harness: dict[str, Any], gateway: dict[str, Any] | None) -> Timi
     return Timing(EARLY_SLACK_S, round(late, 4), round(noise, 4), harness, gateway)
 
 
-def calibrate(gateway: Any, seconds: float = CALIBRATION_S) -> Timing:
+def calibrate(gateway: Any, seconds: float = CALIBRATION_S, process: str = "") -> Timing:
     """Measure this process's loop and ``gateway``'s at the same time; the allowances. A gateway
     without a measurement of its own (one on a thread of this process) is measured as this
     process."""
@@ -95,4 +98,15 @@ def calibrate(gateway: Any, seconds: float = CALIBRATION_S) -> Timing:
     here.start()
     there = gateway.overshoot(seconds) if hasattr(gateway, "overshoot") else None
     here.join(seconds + 30)
-    return timing_from(found.get("harness") or {}, there)
+    return dataclasses.replace(timing_from(found.get("harness") or {}, there), process=process)
+
+
+def run_timing(calibrations: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The results document's ``run.timing``: the largest allowances any of the run's processes
+    judged with, and every process's calibration (None when none calibrated)."""
+    if not calibrations:
+        return None
+    keys = ("early_slack_s", "late_slack_s", "noise_s")
+    out: dict[str, Any] = {k: max(float(c[k]) for c in calibrations) for k in keys}
+    out["calibrations"] = sorted(calibrations, key=lambda c: str(c.get("process")))
+    return out

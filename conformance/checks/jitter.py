@@ -27,8 +27,9 @@ most): a wide one meets every other and tells nothing.
 from __future__ import annotations
 
 import functools
-import itertools
-from collections.abc import Sequence
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -45,8 +46,8 @@ __all__ = [
 # The largest false-alarm probability a FAIL may carry, per scenario, for a 25 % jitter.
 ALPHA = 1e-3
 # An interval wider than this share of the jitter band tells nothing (it meets nearly any other).
-INFORMATIVE_WIDTH = 0.25
-_STEPS = 400  # midpoint-rule steps of the integral in meet_probability
+INFORMATIVE_WIDTH = 0.2
+_STEPS = 400  # midpoint-rule steps over the jitter band in meet_probability
 
 
 @dataclass(frozen=True)
@@ -84,45 +85,61 @@ def meet_probability(widths: Sequence[float], lo: float, hi: float) -> float:
     With t = max_i (J_i - w_i), reached at k, they meet when every other J_j lies in
     [t - w_j, t + w_j]; summing over k and integrating over t gives the probability.
     """
-    ws = sorted(round(float(w), 9) for w in widths)
-    return _meet(tuple(ws), float(lo), float(hi))
+    return _meet(_grouped(widths), float(lo), float(hi))
 
 
-@functools.lru_cache(maxsize=4096)
-def _meet(ws: tuple[float, ...], lo: float, hi: float) -> float:
-    if len(ws) <= 1:
+def _grouped(widths: Iterable[float]) -> tuple[tuple[float, int], ...]:
+    """Equal widths counted together: (width, how many), in order (waits at the cap repeat)."""
+    return tuple(sorted(Counter(round(float(w), 9) for w in widths).items()))
+
+
+@functools.lru_cache(maxsize=8192)
+def _meet(groups: tuple[tuple[float, int], ...], lo: float, hi: float) -> float:
+    if sum(n for _, n in groups) <= 1:
         return 1.0
     span = hi - lo
-
-    def inside(t: float, w: float) -> float:
-        return max(0.0, min(hi, t + w) - max(lo, t - w)) / span
-
-    total = 0.0
     step = span / _STEPS
-    for k, wk in enumerate(ws):
-        others = ws[:k] + ws[k + 1 :]
+    widest = max(w for w, _ in groups)
+    # One grid of t (midpoints) for every k: t runs over [lo - widest, hi].
+    ts = [lo - widest + (s + 0.5) * step for s in range(int((span + widest) / step) + 1)]
+    inside = {w: [max(0.0, min(hi, t + w) - max(lo, t - w)) / span for t in ts] for w, _ in groups}
+    every = [1.0] * len(ts)  # the product over all intervals of P(J_j within w_j of t)
+    for w, n in groups:
+        every = [e * x**n for e, x in zip(every, inside[w], strict=True)]
+    total = 0.0
+    for wk, nk in groups:
         acc = 0.0
-        for s in range(_STEPS):
-            t = lo - wk + (s + 0.5) * step  # J_k = t + wk runs over [lo, hi]
-            p = 1.0
-            for wj in others:
-                p *= inside(t, wj)
-                if p == 0.0:
-                    break
-            acc += p
-        total += acc * step / span
+        for t, e, x in zip(ts, every, inside[wk], strict=True):
+            if lo <= t + wk <= hi and x > 0.0:  # J_k = t + wk, drawn in [lo, hi]
+                acc += e / x  # every other interval: the product without k's own factor
+        total += nk * acc * step / span  # any of the group's nk intervals may be the k
     return min(1.0, total)
 
 
 def cluster_bound(widths: Sequence[float], m: int, lo: float, hi: float) -> float:
     """An upper bound on P(some m of the intervals meet) for uniform factors on [lo, hi]: the
-    sum of :func:`meet_probability` over the m-subsets (at most 1)."""
+    sum of :func:`meet_probability` over the m-subsets (at most 1), equal widths counted
+    together."""
+    groups = _grouped(widths)
     total = 0.0
-    for subset in itertools.combinations(widths, m):
-        total += meet_probability(subset, lo, hi)
+    for counts in _choices([n for _, n in groups], m):
+        ways = math.prod(math.comb(n, c) for (_, n), c in zip(groups, counts, strict=True))
+        chosen = tuple((w, c) for (w, _), c in zip(groups, counts, strict=True) if c)
+        total += ways * _meet(chosen, float(lo), float(hi))
         if total >= 1.0:
             return 1.0
     return total
+
+
+def _choices(sizes: list[int], m: int) -> Iterator[tuple[int, ...]]:
+    """Every way to take m items from groups of these sizes: how many from each."""
+    if not sizes:
+        if m == 0:
+            yield ()
+        return
+    for c in range(min(m, sizes[0]) + 1):
+        for rest in _choices(sizes[1:], m - c):
+            yield (c, *rest)
 
 
 def largest_cluster(samples: Sequence[Sample]) -> int:

@@ -114,19 +114,19 @@ def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
     return not_applicable(expected, f"no response with {label} in this run")
 
 
-@check("RTY-01", final=True)
+@check("RTY-01", final=True, timing=True)
 def check_rty_01(ev: Evidence) -> Finding:
     """429 with Retry-After seconds: the next attempt waits the asked time, not the backoff."""
     return _honoured(ev, "retry-after", "Retry-After in seconds")
 
 
-@check("RTY-02", final=True)
+@check("RTY-02", final=True, timing=True)
 def check_rty_02(ev: Evidence) -> Finding:
     """Retry-After as an HTTP-date is honoured."""
     return _honoured(ev, "retry-after-date", "Retry-After as an HTTP-date")
 
 
-@check("RTY-13", final=True)
+@check("RTY-13", final=True, timing=True)
 def check_rty_13(ev: Evidence) -> Finding:
     """retry-after-ms is honoured (and, when both are sent, preferred)."""
     return _honoured(ev, "retry-after-ms", "retry-after-ms")
@@ -237,7 +237,7 @@ def _refused(ev: Evidence) -> Finding | None:
     )
 
 
-@check("RTY-06", final=True)
+@check("RTY-06", final=True, timing=True)
 def check_rty_06(ev: Evidence) -> Finding:
     """Connection failures before headers (a reset: no status recorded; or connections
     refused for a while): the 429 policy."""
@@ -254,20 +254,20 @@ def check_rty_06(ev: Evidence) -> Finding:
     )
 
 
-@check("RTY-16", final=True)
+@check("RTY-16", final=True, timing=True)
 def check_rty_16(ev: Evidence) -> Finding:
     """408 and 409: the 429 policy."""
     return _policy(ev, frozenset({408, 409}), "408/409")
 
 
-@check("RTY-03", final=True)
+@check("RTY-03", final=True, timing=True)
 def check_rty_03(ev: Evidence) -> Finding:
     """429 without Retry-After: every retry's wait, the 32 s cap included (the budget is
     RTY-04's)."""
     return _backoff(ev, frozenset({429}), "429")
 
 
-@check("RTY-05", final=True)
+@check("RTY-05", final=True, timing=True)
 def check_rty_05(ev: Evidence) -> Finding:
     """5xx: the 429 policy."""
     return _policy(ev, SERVER_ERRORS, "5xx (500/502/503/504/529)")
@@ -328,12 +328,13 @@ def check_rty_07(ev: Evidence) -> Finding:
 
 
 # RTY-08 compares ratios with the measured noise on the late side and this much on the early
-# side: nothing makes a measured wait shorter than the agent's but the microseconds between a
-# byte going out and its stamp (the early slack of the other checks is kept for their bands).
-JITTER_EARLY_S = 0.001
+# side: a measured wait comes out shorter than the agent's only when the gateway is kept from
+# stamping a response's end right after its last byte went out (up to 0.6 ms seen on a 2-core
+# machine at load 12); the wider early slack of the other checks is kept for their bands.
+JITTER_EARLY_S = 0.002
 
 
-@check("RTY-08")
+@check("RTY-08", timing=True)
 def check_rty_08(ev: Evidence) -> Finding:
     """Jitter is real: a statistical test of the observed/nominal backoff ratios against the
     measured timing noise (conformance.checks.jitter)."""

@@ -181,7 +181,7 @@ def check_rty_11(ev: Evidence) -> Finding:
 EXCESSIVE_WAIT_S = float(by_id("RTY-14").numbers["max_wait_s"])
 
 
-@check("RTY-14", final=True)
+@check("RTY-14", final=True, timing=True)
 def check_rty_14(ev: Evidence) -> Finding:
     """An excessive server-asked wait is not slept: the error surfaces, or the retry comes
     after a bounded wait (at most EXCESSIVE_WAIT_S and less than half the asked wait)."""

@@ -103,9 +103,7 @@ class RetryDecision:
     nominal_s: float | None = None
 
 
-def nominal_backoff(
-    retry_number: int, *, cap: bool = True, base: float = BASE_DELAY_S
-) -> float:
+def nominal_backoff(retry_number: int, *, cap: bool = True, base: float = BASE_DELAY_S) -> float:
     """Nominal delay in seconds before retry ``retry_number`` (1-based): min(32, 0.5*2^(n-1)).
 
     ``cap=False`` (a broken copy) drops the 32 s cap; another ``base`` (a broken copy) starts
