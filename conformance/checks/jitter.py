@@ -154,20 +154,27 @@ def largest_cluster(samples: Sequence[Sample]) -> int:
     return best
 
 
+@functools.lru_cache(maxsize=1024)
+def _threshold(
+    groups: tuple[tuple[float, int], ...], lo: float, hi: float, alpha: float
+) -> tuple[int | None, float | None]:
+    """m* and its bound for these widths: the smallest cluster size rare enough under a jitter
+    (the same widths recur scenario after scenario: computed once)."""
+    widths = [w for w, n in groups for _ in range(n)]
+    for m in range(2, len(widths) + 1):
+        b = cluster_bound(widths, m, lo, hi)
+        if b <= alpha:
+            return m, b
+    return None, None
+
+
 def judge_jitter(
     samples: Sequence[Sample], lo: float, hi: float, alpha: float = ALPHA
 ) -> JitterTest:
     """The RTY-08 test over one run's backoff retries (module docstring)."""
     span = hi - lo
     narrow = [s for s in samples if s.late + s.early <= INFORMATIVE_WIDTH * span]
-    widths = [s.late + s.early for s in narrow]
-    needed: int | None = None
-    bound: float | None = None
-    for m in range(2, len(narrow) + 1):
-        b = cluster_bound(widths, m, lo, hi)
-        if b <= alpha:
-            needed, bound = m, b
-            break
+    needed, bound = _threshold(_grouped(s.late + s.early for s in narrow), lo, hi, alpha)
     cluster = largest_cluster(narrow)
     if needed is not None and cluster >= needed:
         return JitterTest("fail", len(narrow), cluster, needed, bound)
