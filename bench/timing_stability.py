@@ -5,7 +5,8 @@
 
 Each round runs, one after the other, every agent over the whole suite with ``conformance run
 -n 2 --verify V``, then every timing broken copy of the reference agent (an outside process:
-``cmd:python -m conformance.reference adapter --off SWITCH``) over the RTY scenarios, while a
+``cmd:python -m conformance.reference adapter --off SWITCH``) over the scenarios that judge the
+criterion it breaks, while a
 second ``conformance run -n 2`` of the reference agent runs without pause beside them to load
 the machine. Every run's verdicts go to ``DIR/runs.jsonl`` as it ends, so a long measurement
 can be stopped and summarized (``--summary-only``) at any point.
@@ -33,7 +34,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "scenarios" / "criteria"
-RTY = SUITE / "rty"
 # The reference agent as an outside program speaking the adapter protocol (with its jitter).
 OUTSIDE = f"cmd:env PYTHONPATH={shlex.quote(str(ROOT))} {shlex.quote(sys.executable)} -m conformance.reference adapter"
 AGENTS = {"reference": "reference", "openai-sdk": "openai-sdk", "outside": OUTSIDE}
@@ -92,13 +92,23 @@ class Load:
         self.thread.join(60)
 
 
-def run_once(label: str, spec: str, scenarios: Path, verify: int, workdir: Path) -> dict:
+def judging(criterion: str) -> list[Path]:
+    """The bundled scenario files that judge ``criterion``."""
+    sys.path.insert(0, str(ROOT))
+    from fakes import load_scenarios
+
+    return [Path(s.source) for s in load_scenarios(SUITE) if criterion in s.criteria]
+
+
+def run_once(label: str, spec: str, scenarios: list[Path], verify: int, workdir: Path) -> dict:
     """One ``conformance run -n 2`` of ``spec``; its verdicts, flaky criteria and timing."""
-    results = workdir / f"{label}.json"
+    results = workdir / f"{label.replace(':', '-')}.json"
     cmd = _conformance(
-        "-n", "2", "--verify", str(verify), "--agent", spec, "--scenario", str(scenarios),
-        "--results", str(results), "--report-dir", str(workdir / f"{label}-report"),
+        "-n", "2", "--verify", str(verify), "--agent", spec,
+        "--results", str(results), "--report-dir", str(workdir / f"{label.replace(':', '-')}-report"),
     )  # fmt: skip
+    for path in scenarios:
+        cmd += ["--scenario", str(path)]
     began = time.monotonic()
     proc = subprocess.run(cmd, cwd=workdir, env=_env(), capture_output=True, text=True)
     wall = time.monotonic() - began
@@ -179,9 +189,9 @@ def main() -> int:
     log = args.out / "runs.jsonl"
     if not args.summary_only:
         agents = [a for a in args.agents.split(",") if a]
-        plan = [(a, AGENTS[a], SUITE) for a in agents]
+        plan = [(a, AGENTS[a], [SUITE]) for a in agents]
         if not args.no_broken:
-            plan += [(f"broken:{s}", f"{OUTSIDE} --off {s}", RTY) for s in BROKEN]
+            plan += [(f"broken:{s}", f"{OUTSIDE} --off {s}", judging(c)) for s, c in BROKEN.items()]
         with tempfile.TemporaryDirectory(prefix="timing-stability-") as tmp:
             work = Path(tmp)
             load = Load(work) if not args.no_load else None

@@ -63,7 +63,12 @@ def test_a_reproduced_failure_takes_one_rerun_and_is_not_flaky():
     again = Reruns(_run("2", RTY_03="FAIL", RTY_08="PASS"), _run("3", RTY_03="PASS"))
     entry, verdicts = verified(_run("1", RTY_03="FAIL", RTY_08="PASS"), again, 3)
     assert again.asked == 1
-    assert verdicts["RTY-03"] == {"id": "s", "verdict": "FAIL", "expected": "e", "observed": "1:FAIL"}
+    assert verdicts["RTY-03"] == {
+        "id": "s",
+        "verdict": "FAIL",
+        "expected": "e",
+        "observed": "1:FAIL",
+    }
     assert [r["journal"]["tag"] for r in entry["reruns"]] == ["2"]
 
 

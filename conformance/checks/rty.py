@@ -358,7 +358,7 @@ def check_rty_08(ev: Evidence) -> Finding:
         return failed(
             expected,
             f"ratios {ratios}: {found.cluster} of the {found.informative} long enough to tell "
-            f"agree within the noise; a jittering agent shows {found.needed} such with "
+            f"agree within the noise; {found.needed} or more agree for a jittering agent with "
             f"probability <= {found.bound:.1g}",
         )
     if found.outcome == "pass":

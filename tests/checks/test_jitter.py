@@ -79,7 +79,7 @@ def test_the_cluster_bound_holds_over_the_simulated_chance():
         hits = 0
         for _ in range(n):
             js = [rng.uniform(LO, HI) for _ in widths]
-            hits += largest_cluster([Sample(j, w, w) for j, w in zip(js, widths)]) >= m
+            hits += largest_cluster([Sample(j, w, w) for j, w in zip(js, widths, strict=True)]) >= m
         assert hits / n <= cluster_bound(widths, m, LO, HI) + 5 * math.sqrt(hits + 1) / n
 
 
@@ -104,9 +104,7 @@ RESOLVED = [
 
 
 @pytest.mark.parametrize("noms,scale,noise", RESOLVED)
-def test_an_agent_with_25_percent_jitter_is_failed_less_than_once_in_a_thousand(
-    noms, scale, noise
-):
+def test_an_agent_with_25_percent_jitter_is_failed_less_than_once_in_a_thousand(noms, scale, noise):
     rng = random.Random(2024)
     trials, fails = 3000, 0
     for _ in range(trials):
