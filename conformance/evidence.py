@@ -152,6 +152,12 @@ class Evidence:
     # Secret values handed to the agent (API key); only used to prove they leaked nowhere.
     secrets: tuple[str, ...] = ()
     agent_log: str = ""
+    # An agent on a fast clock (conformance.adapters.warp): its own work between two attempts
+    # is not sped up, so each wait on the wire carries that much real time more, which the
+    # calibration measured (mean and spread, real seconds). Waits are judged with the mean
+    # taken off and the slack widened by the spread.
+    overhead_s: float = 0.0
+    overhead_spread_s: float = 0.0
     # The journal as recorded (what was on the wire); ``journal`` is its chat-completions view.
     raw_journal: Journal = field(init=False, repr=False)
 
@@ -169,12 +175,12 @@ class Evidence:
     @property
     def slack(self) -> float:
         """The per-attempt scheduling slack in nominal seconds."""
-        return SLACK_REAL_S / self.time_scale
+        return (SLACK_REAL_S + self.overhead_spread_s) / self.time_scale
 
     @property
     def late_slack(self) -> float:
         """How late an attempt may be, beyond its upper bound, in nominal seconds."""
-        return LATE_SLACK_REAL_S / self.time_scale
+        return (LATE_SLACK_REAL_S + self.overhead_spread_s) / self.time_scale
 
     def chat(self) -> list[ChatEntry]:
         """Chat attempts in arrival order: every request the agent sent is evidence, those
@@ -205,8 +211,10 @@ class Evidence:
         return int(entry.get("t_arrival_ns", 0))
 
     def gap(self, before: Entry, after: Entry) -> float:
-        """Nominal seconds from the end of ``before``'s response to ``after``'s arrival."""
-        return (int(after["t_arrival_ns"]) - self.end_ns(before)) / 1e9 / self.time_scale
+        """Nominal seconds from the end of ``before``'s response to ``after``'s arrival (less a
+        fast-clock agent's measured overhead)."""
+        real = (int(after["t_arrival_ns"]) - self.end_ns(before)) / 1e9 - self.overhead_s
+        return real / self.time_scale
 
     def runs(self, stream: bool) -> list[list[ChatEntry]]:
         """Retry runs of one mode: consecutive attempts, each after a failure of the previous."""

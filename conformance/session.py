@@ -218,6 +218,17 @@ class RunSession:
             self._gateway = self._stack.enter_context(Gateway.running())
         return self._gateway
 
+    def ready(self, adapter: Any) -> None:
+        """Before an agent's first scenario in this process: calibrate its fast clock when it
+        asks for one (conformance.calibration), under this run's own parallelism."""
+        needs = getattr(adapter, "needs_calibration", None)
+        if callable(needs) and needs():
+            from conformance.calibration import calibrate
+
+            calibrate(self.gateway(), adapter, self.settings.dialect)
+            if self.settings.progress:
+                _say(f"[clock] {adapter.name}: {adapter.warp_note}")
+
     def close(self) -> None:
         self._gateway = None
         self._stack.close()
@@ -231,6 +242,7 @@ class RunSession:
         try:
             for agent in self.agents:
                 spec = agent.spec
+                self.ready(agent.adapter)
 
                 def rerun(s: Scenario, spec: str = spec) -> str:
                     return rerun_command(s, spec, dialect)
@@ -258,6 +270,7 @@ class RunSession:
         """Run one scenario with the agent ``label`` (a pytest item's run)."""
         agent = self.agent(label)
         dialect = self.settings.dialect
+        self.ready(agent.adapter)
         entry, verdicts = run_scenario(
             self.gateway(),
             agent.adapter,

@@ -21,6 +21,7 @@ import socket
 import ssl
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, cast, overload
 
@@ -362,7 +363,7 @@ class GatewayApp:
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
         e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
-        return await self._execute(request, plan, e, st.time_scale)
+        return await self._execute(request, plan, e, st.time_scale, clock=st.agent_time)
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         st = self._session(request)
@@ -435,7 +436,12 @@ class GatewayApp:
         return resp
 
     async def _execute(
-        self, request: web.Request, plan: Plan, e: ChatEntry, scale: float
+        self,
+        request: web.Request,
+        plan: Plan,
+        e: ChatEntry,
+        scale: float,
+        clock: Callable[[float], float] = float,
     ) -> web.StreamResponse:
         r: ResponseRecord = {
             "status": plan.status,
@@ -468,8 +474,9 @@ class GatewayApp:
             r["status"] = plan.status
         headers = dict(plan.headers)
         if plan.retry_after_date is not None:
+            # In the agent's clock: an agent on a fast clock reads the date against its own.
             headers["Retry-After"] = email.utils.formatdate(
-                time.time() + plan.retry_after_date, usegmt=True
+                clock(time.time()) + plan.retry_after_date, usegmt=True
             )
         resp = web.StreamResponse(status=plan.status, headers=headers)
         if plan.stream:

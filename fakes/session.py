@@ -65,9 +65,19 @@ class SessionState:
     tool_cursor: dict[str, int] = field(default_factory=dict)
     entries: list[Entry] = field(default_factory=list)
     refused: RefusingPort | None = None  # when the scenario refuses connections
+    # The agent's own wall clock when it runs on a fast one (libfaketime): (the real wall time
+    # it started from, its speed); HTTP-dates the session renders are in that clock.
+    agent_clock: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         self.used = [0] * len(self.scenario.script)
+
+    def agent_time(self, wall: float) -> float:
+        """The agent's wall clock at real wall time ``wall`` (the same clock without a warp)."""
+        if self.agent_clock is None:
+            return wall
+        origin, speed = self.agent_clock
+        return origin + (wall - origin) * speed
 
     def take_step(self, req: dict[str, Any]) -> tuple[Step | None, bool]:
         """The step serving ``req`` and whether it serves as ``otherwise`` (contracts §5)."""
