@@ -21,7 +21,7 @@ from reports.redact import Redactor
 
 __all__ = ["PROBE_VERDICTS", "load_probe_schema", "render_probe", "validate_probe"]
 
-PROBE_VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN")
+PROBE_VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN", "NOT_APPLICABLE")
 
 
 @cache

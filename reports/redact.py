@@ -1,8 +1,8 @@
 """Secret redaction applied to everything before it is rendered.
 
 Theory of operation: the whole results structure is deep-copied with every string scrubbed
-(given secrets, ``Bearer`` tokens) and the values of ``authorization`` / ``x-api-key``
-headers replaced; the template environment also scrubs each value it prints, so strings
+(given secrets, ``Bearer`` tokens) and the values of the credential headers (``SECRET_HEADERS``)
+replaced; the template environment also scrubs each value it prints, so strings
 derived later (pretty JSON, joined text) are covered too.
 """
 
@@ -16,9 +16,20 @@ __all__ = ["MASK", "Redactor"]
 
 MASK = "[REDACTED]"
 # A copy of fakes.session.SECRET_HEADERS (reports imports nothing of ours); a test holds them equal.
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "api-key"})
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "proxy-authorization",
+        "api-key",  # Azure OpenAI
+        "cf-aig-authorization",  # Cloudflare AI Gateway
+        "x-portkey-api-key",  # Portkey
+    }
+)
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+")
-_HEADER_LINE = re.compile(r"(?im)^((?:authorization|x-api-key)\s*:\s*)(.+)$")
+_HEADER_LINE = re.compile(
+    r"(?im)^((?:" + "|".join(sorted(map(re.escape, SECRET_HEADERS))) + r")\s*:\s*)(.+)$"
+)
 
 
 class Redactor:

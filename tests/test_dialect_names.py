@@ -1,7 +1,7 @@
 """The dialect names come from one registry (``fakes.dialects.REGISTRY``).
 
 The code reads them from it (CLI choices, the runner, the catalogue, the agent profile schema);
-the two JSON Schema files are data read by other tools too, so their enums are held to it here.
+the JSON Schema files are data read by other tools too, so their enums are held to it here.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from conformance import catalogue, runner
+from conformance.probe import cli as probe_cli
+from conformance.probe import wire as probe_wire
 from conformance.adapters import shipped_profile
 from fakes import plan
 from fakes.dialects import NAMES, REGISTRY
@@ -35,7 +37,12 @@ def _enums_with(node: Any, name: str) -> list[list[Any]]:
 
 
 @pytest.mark.parametrize(
-    "path", ["scenarios/schema.json", "conformance/schemas/protocol/start.json"]
+    "path",
+    [
+        "scenarios/schema.json",
+        "conformance/schemas/protocol/start.json",
+        "reports/schemas/probe.schema.json",
+    ],
 )
 def test_schema_enums_are_the_registry(path: str) -> None:
     enums = _enums_with(json.loads((ROOT / path).read_text()), "anthropic_messages")
@@ -46,4 +53,6 @@ def test_schema_enums_are_the_registry(path: str) -> None:
 
 def test_code_reads_the_registry() -> None:
     assert runner.DIALECTS is catalogue.DIALECTS is shipped_profile.DIALECTS is NAMES
+    dialect = next(a for a in probe_cli.parser()._actions if a.dest == "dialect")
+    assert dialect.choices is NAMES and tuple(probe_wire.WIRES) == NAMES
     assert dict(REGISTRY) == plan.DIALECTS

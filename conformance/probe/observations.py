@@ -9,7 +9,8 @@ failing case in the tests.
 
 Verdicts: ``OK`` the habit is there; ``MISSING`` a habit the reference agent relies on is
 missing (exit status 1); ``NOTE`` differs from OpenAI's own habit but the reference agent copes;
-``NOT_SEEN`` nothing in this probe showed it. A *normal* stream is a 200 ``text/event-stream``
+``NOT_SEEN`` nothing in this probe showed it; ``NOT_APPLICABLE`` the dialect spoken has no
+counterpart of the habit (``wire``), said instead of judged. A *normal* stream is a 200 ``text/event-stream``
 reply without an error event (:class:`Seen`).
 """
 
@@ -32,7 +33,7 @@ from conformance.probe.facts import (
 
 __all__ = ["OBSERVATIONS", "VERDICTS", "Finding", "Observation", "observation", "observe"]
 
-VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN")
+VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN", "NOT_APPLICABLE")
 
 
 class Finding(NamedTuple):
@@ -54,7 +55,11 @@ class Observation:
     judge: Callable[[Seen], Finding]
 
     def __call__(self, seen: Seen) -> dict[str, Any]:
-        f = self.judge(seen)
+        why = seen.not_applicable.get(self.id)
+        if why is not None:
+            f = Finding("NOT_APPLICABLE", f"not applicable to {seen.dialect}: {why}", [])
+        else:
+            f = self.judge(seen)
         return {
             "id": self.id,
             "title": self.title,
@@ -377,7 +382,7 @@ OBSERVATIONS: tuple[Observation, ...] = (
 )
 
 
-def observe(exchanges: list[Exchange]) -> list[dict[str, Any]]:
-    """The observations and their verdicts, from the exchanges alone."""
-    seen = Seen.of(exchanges)
+def observe(exchanges: list[Exchange], dialect: str = "openai_chat") -> list[dict[str, Any]]:
+    """The observations and their verdicts, from the exchanges (in ``dialect``) alone."""
+    seen = Seen.of(exchanges, dialect)
     return [o(seen) for o in OBSERVATIONS]

@@ -6,6 +6,7 @@ send the same status, headers and body chunks again, and end the body the same w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from conformance.probe.exchange import Exchange, ProbeError
@@ -43,8 +44,11 @@ def _chunk_strings(chunks: list[bytes]) -> list[str]:
     return out
 
 
-def recording(exchanges: list[Exchange], scenario_id: str, api_key: str | None) -> dict[str, Any]:
-    """A scenario whose ``replay`` steps make the fake gateway send what was seen."""
+def recording(
+    exchanges: list[Exchange], scenario_id: str, secrets: str | Sequence[str | None] | None
+) -> dict[str, Any]:
+    """A scenario whose ``replay`` steps make the fake gateway send what was seen, ``secrets``
+    (the key, the extra headers' and query parameters' values) scrubbed."""
     steps = []
     probes = {p.name: p for p in PROBES}
     for ex in exchanges:
@@ -74,5 +78,5 @@ def recording(exchanges: list[Exchange], scenario_id: str, api_key: str | None) 
             "prompt": "probe",
             "script": steps,
         },
-        api_key,
+        secrets,
     )
