@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from conformance import catalogue, runner
+from conformance.adapters import shipped_profile
 from conformance.probe import cli as probe_cli
 from conformance.probe import wire as probe_wire
-from conformance.adapters import shipped_profile
 from fakes import plan
 from fakes.dialects import NAMES, REGISTRY
 

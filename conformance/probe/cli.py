@@ -137,9 +137,7 @@ def extras(args: argparse.Namespace) -> Extras:
             raise ProbeError(f"--header-env #{n}: expected NAME=VAR, got {spec!r}")
         value = os.environ.get(var, "")
         if not value:
-            raise ProbeError(
-                f"--header-env {spec}: environment variable {var} is not set or empty"
-            )
+            raise ProbeError(f"--header-env {spec}: environment variable {var} is not set or empty")
         add("--header-env", n, name.strip(), value)
     query = []
     for n, spec in enumerate(args.query, 1):
