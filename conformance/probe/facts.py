@@ -17,6 +17,7 @@ __all__ = [
     "Seen",
     "by_name",
     "error_shape",
+    "first_error",
     "json_message",
     "stream_facts",
     "tool_fragments",
@@ -32,7 +33,8 @@ class Seen:
 
     ``streams`` are the 200 ``text/event-stream`` replies to streamed requests, ``facts`` their
     :func:`stream_facts` by exchange name; a *normal* stream carried no error event, a *broken*
-    one did. The exchanges are in the chat view (``wire``); ``dialect`` is the one spoken and
+    one did. The exchanges are in the chat view (``wire``), ``raw`` as they arrived by name;
+    ``dialect`` is the one spoken, ``end_marker`` its event read as ``[DONE]`` and
     ``not_applicable`` the observations it has no counterpart of (id -> why).
     """
 
@@ -41,12 +43,15 @@ class Seen:
     facts: dict[str, dict[str, Any]]
     normal: list[Exchange]
     broken: list[Exchange]
+    raw: Mapping[str, Exchange] = field(default_factory=dict)
     dialect: str = "openai_chat"
+    end_marker: str = "[DONE]"
     not_applicable: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, exchanges: list[Exchange], dialect: str = "openai_chat") -> Seen:
         wire = wire_for(dialect)
+        raw = {x.name: x for x in exchanges}
         exchanges = [wire.chat_view(x) for x in exchanges]
         streams = [x for x in exchanges if x.stream and x.status == 200 and x.is_sse()]
         facts = {x.name: stream_facts(x) for x in streams}
@@ -56,7 +61,9 @@ class Seen:
             facts=facts,
             normal=[x for x in streams if not facts[x.name]["errors"]],
             broken=[x for x in streams if facts[x.name]["errors"]],
+            raw=raw,
             dialect=dialect,
+            end_marker=wire.end_marker,
             not_applicable=wire.not_applicable,
         )
 
@@ -152,6 +159,19 @@ def json_message(ex: Exchange) -> tuple[dict[str, Any], Any]:
         return {}, None
     ch = j["choices"][0] if isinstance(j["choices"][0], dict) else {}
     return (ch.get("message") or {}), ch.get("finish_reason")
+
+
+def first_error(ex: Exchange) -> tuple[str, int] | None:
+    """How the first error event of a stream looks on the wire (``event: error``,
+    ``data: {error: ...}``) and how many events came before it; None when there is none."""
+    for i, e in enumerate(ex.events()):
+        j = e["json"] if isinstance(e["json"], dict) else {}
+        kind = e["event"] or j.get("type")
+        if kind in ("error", "response.failed"):
+            return (f"event: {e['event']}" if e["event"] else f"data: {{type: {kind}, ...}}"), i
+        if "error" in j:
+            return "data: {error: ...}", i
+    return None
 
 
 def by_name(exchanges: list[Exchange], name: str) -> Exchange | None:

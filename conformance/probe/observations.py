@@ -27,6 +27,7 @@ from conformance.probe.facts import (
     Seen,
     by_name,
     error_shape,
+    first_error,
     json_message,
     tool_fragments,
 )
@@ -126,8 +127,9 @@ def stream_finish(seen: Seen) -> Finding:
 
 @observation("stream-done", "[DONE] follows the finish chunk", relied_on=False)
 def stream_done(seen: Seen) -> Finding:
-    """Reads every normal stream: is ``[DONE]`` its last event? NOTE when not (the reference
-    agent judges completion by finish_reason)."""
+    """Reads every normal stream: is ``[DONE]`` (the dialect's end marker) its last event? NOTE
+    when not (the reference agent judges completion by finish_reason)."""
+    done = seen.end_marker
     normal = seen.normal
     if not normal:
         return Finding("NOT_SEEN", "no stream was answered normally", [])
@@ -135,12 +137,12 @@ def stream_done(seen: Seen) -> Finding:
     if no_done:
         return Finding(
             "NOTE",
-            f"no [DONE] at the end of: {', '.join(no_done)} (the reference agent judges "
-            "completion by finish_reason; a client waiting for [DONE] would hang or fail)",
+            f"no {done} at the end of: {', '.join(no_done)} (the reference agent judges "
+            f"completion by finish_reason; a client waiting for {done} would hang or fail)",
             _names(normal),
         )
     return Finding(
-        "OK", f"every stream ends with [DONE] ({len(normal)} of {len(normal)})", _names(normal)
+        "OK", f"every stream ends with {done} ({len(normal)} of {len(normal)})", _names(normal)
     )
 
 
@@ -316,19 +318,19 @@ def empty_stream(seen: Seen) -> Finding:
 
 @observation("in-band-error", "How a stream that fails mid-body ends", relied_on=False)
 def in_band_error(seen: Seen) -> Finding:
-    """Reads every 200 stream that carried an error event: NOTE describing its shape, the
-    events before it, how the body ended and whether ``[DONE]`` or ``finish_reason`` followed."""
+    """Reads every 200 stream that carried an error event: NOTE describing its shape and the
+    events before it as they came on the wire, how the body ended and whether ``[DONE]`` (the
+    dialect's end marker) or ``finish_reason`` followed."""
     if not seen.broken:
         return Finding("NOT_SEEN", "no stream carried an error event", [])
     parts = []
     for x in seen.broken:
         f = seen.facts[x.name]
-        err = f["errors"][0]
-        shape = "event: error" if err["event"] == "error" else "data: {error: ...}"
+        shape, before = first_error(seen.raw.get(x.name, x)) or ("an error", 0)
         parts.append(
-            f"{x.name}: {shape} after {f['events'] - len(f['errors'])} events, then "
+            f"{x.name}: {shape} after {before} events, then "
             + ("a clean close" if x.end == "complete" else f"body {x.end}")
-            + ("; [DONE]" if f["done"] else "; no [DONE]")
+            + (f"; {seen.end_marker}" if f["done"] else f"; no {seen.end_marker}")
             + (
                 f"; finish_reason {', '.join(f['finishes'])}"
                 if f["finishes"]

@@ -47,6 +47,7 @@ class Wire:
     name: str
     # The invalid request's body: the conversation where an array is required is not one.
     invalid: str  # the key that holds the conversation
+    end_marker: str = "[DONE]"  # the event that ends a stream, read as chat's [DONE]
     not_applicable: Mapping[str, str] = field(default_factory=dict)  # observation id -> why
     skip: frozenset[str] = frozenset()  # requests only an inapplicable observation reads
 
@@ -94,6 +95,7 @@ WIRES: Mapping[str, Wire] = MappingProxyType(
         "anthropic_messages": Wire(
             "anthropic_messages",
             invalid="messages",
+            end_marker="message_stop",
             not_applicable={
                 "reasoning-field": _NO_FIELD_NAME,
                 "reasoning-history": _NO_REASONING_TURN,
@@ -103,6 +105,7 @@ WIRES: Mapping[str, Wire] = MappingProxyType(
         "openai_responses": Wire(
             "openai_responses",
             invalid="input",  # a string or an array; an object is neither
+            end_marker="response.completed",
             not_applicable={
                 "reasoning-field": _NO_FIELD_NAME,
                 "reasoning-history": _NO_REASONING_TURN,
