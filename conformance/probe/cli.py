@@ -230,7 +230,7 @@ def execute(args: argparse.Namespace, key: str | None) -> tuple[int, list[Exchan
         return 2, exchanges
     if args.record is not None:
         try:
-            sc = recording(exchanges, args.record.stem, secrets)
+            sc = recording(exchanges, args.record.stem, secrets, args.dialect)
         except ProbeError as e:
             print(f"conformance probe: {e}", file=sys.stderr)
             return 2, exchanges

@@ -12,6 +12,7 @@ from typing import Any
 from conformance.probe.exchange import Exchange, ProbeError
 from conformance.probe.probes import PROBES
 from conformance.probe.redact import scrub
+from fakes.dialects import CHAT
 
 __all__ = ["FRAMING_HEADERS", "recording"]
 
@@ -45,10 +46,14 @@ def _chunk_strings(chunks: list[bytes]) -> list[str]:
 
 
 def recording(
-    exchanges: list[Exchange], scenario_id: str, secrets: str | Sequence[str | None] | None
+    exchanges: list[Exchange],
+    scenario_id: str,
+    secrets: str | Sequence[str | None] | None,
+    dialect: str = CHAT,
 ) -> dict[str, Any]:
     """A scenario whose ``replay`` steps make the fake gateway send what was seen, ``secrets``
-    (the key, the extra headers' and query parameters' values) scrubbed."""
+    (the key, the extra headers' and query parameters' values) scrubbed. A recording in
+    another dialect than chat says so (``replay.dialect``): only that endpoint replays it."""
     steps = []
     probes = {p.name: p for p in PROBES}
     for ex in exchanges:
@@ -66,6 +71,8 @@ def recording(
             }
             if ex.end in ("incomplete", "reset"):
                 rp["end"] = "close" if ex.end == "incomplete" else "reset"
+            if dialect != CHAT:
+                rp["dialect"] = dialect
             step["replay"] = rp
         steps.append(step)
     if not steps:
