@@ -270,3 +270,31 @@ def test_openai_responses_probe_against_the_fake_gateway(name, gateway_session, 
         want.update({"stream-finish": "MISSING", "json-finish": "MISSING", "stream-usage": "NOTE"})
     assert verdicts(doc) == want and rc == (0 if name == "well-behaved" else 1)
     assert {e["dialect"] for e in s.journal()["entries"]} == {"openai_responses"}
+
+
+def test_a_short_header_value_is_masked_but_cannot_garble_the_report(
+    gateway_session, tmp_path, capsys
+):
+    # A routing value such as Portkey's provider name is a common word: it is masked wherever
+    # it occurs, yet the report's own vocabulary (dialect, ids, names) stays as written.
+    s = gateway_session(load_scenario(GATEWAYS / "well-behaved.yaml"))
+    rec = tmp_path / "rec.yaml"
+    rc, doc = run_main(
+        tmp_path,
+        s.base_url,
+        "--header",
+        "X-Provider: ready",  # the word the fake gateway answers with
+        "--dialect",
+        "openai_responses",
+        "--record",
+        str(rec),
+    )
+    assert rc == 0 and doc["probe"]["dialect"] == "openai_responses"
+    assert verdicts(doc) == RESPONSES
+    short = next(x for x in doc["exchanges"] if x["name"] == "short-json")
+    assert '"text": "ready"' not in short["body"] and MASK in short["body"]
+    out = everything_written(tmp_path, capsys.readouterr())
+    assert '"ready"' not in out
+    replay = gateway_session(load_scenario(rec))  # still a valid scenario in its dialect
+    again = Probe(replay.base_url, "m", dialect="openai_responses", rate=1000).run()
+    assert next(x for x in again if x.name == "short-json").status == 200

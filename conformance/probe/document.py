@@ -11,7 +11,7 @@ from typing import Any
 from conformance import __version__
 from conformance.probe.exchange import Exchange
 from conformance.probe.observations import observe
-from conformance.probe.redact import safe_url, scrub
+from conformance.probe.redact import keep_vocabulary, safe_url, scrub
 
 __all__ = ["probe_document"]
 
@@ -78,4 +78,4 @@ def probe_document(
         "observations": obs,
         "exchanges": [_exchange_doc(x) for x in exchanges],
     }
-    return scrub(doc, secrets)
+    return keep_vocabulary(doc, scrub(doc, secrets))

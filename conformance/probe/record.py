@@ -77,13 +77,19 @@ def recording(
         steps.append(step)
     if not steps:
         raise ProbeError("recording: no exchange can be replayed")
-    return scrub(
-        {
-            "id": scenario_id,
-            "title": "Recorded by conformance probe",
-            "criteria": [],
-            "prompt": "probe",
-            "script": steps,
-        },
-        secrets,
-    )
+    sc = {
+        "id": scenario_id,
+        "title": "Recorded by conformance probe",
+        "criteria": [],
+        "prompt": "probe",
+        "script": steps,
+    }
+    clean = scrub(sc, secrets)
+    # What the probe itself wrote (markers, the dialect, how a body ended) is put back as it
+    # was: a short secret value must not garble the scenario, only the recorded bytes.
+    for st, cl in zip(steps, clean["script"], strict=True):
+        cl["match"] = st["match"]
+        for k in ("dialect", "end"):
+            if k in st.get("replay", {}):
+                cl["replay"][k] = st["replay"][k]
+    return clean
