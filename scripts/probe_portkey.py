@@ -8,8 +8,9 @@ becomes a 500 (Portkey-AI/gateway issue 1389). It is started with ``node`` on a 
 itself always listens on every interface. It routes by request headers only:
 ``x-portkey-provider: openai`` and ``x-portkey-custom-host: <fake gateway session URL>``, which
 ``conformance probe`` sends with ``--header`` and ``--header-env`` (their values, like the key,
-are never written). Each upstream personality of the fake gateway is probed through it; the
-report, the recording (replayed on the fake gateway and compared byte for byte), the
+are never written). Each upstream personality of the fake gateway is probed through it in chat
+completions, and some again in Anthropic Messages (provider ``anthropic``) and OpenAI Responses
+(provider ``openai``); the report, the recording (replayed on the fake gateway and compared byte for byte), the
 upstream's journal (what it really sent) and the gateway's log are written to ``--out``.
 
 Usage: ``python scripts/probe_portkey.py [--out DIR] [--prefix DIR]`` (or ``tox -e probe-portkey``).
@@ -44,6 +45,12 @@ from fakes import Gateway
 PORTKEY = ("@portkey-ai/gateway", "1.15.2")
 NODE_SERVER = ("@hono/node-server", "1.13.5")  # the gateway's own lockfile's version
 HOST_VAR = "PORTKEY_PROBE_CUSTOM_HOST"
+
+# The other dialects: (dialect, Portkey provider that speaks it to the upstream, upstreams).
+DIALECT_RUNS = (
+    ("anthropic_messages", "anthropic", ("well-behaved", "dies-close", "dies-in-band")),
+    ("openai_responses", "openai", ("well-behaved", "dies-close", "dies-in-band")),
+)
 
 # Preloaded into the gateway: a server told to listen on a port only listens on 127.0.0.1.
 LOOPBACK_JS = """\
@@ -120,26 +127,29 @@ def main(argv: list[str] | None = None) -> int:
         )
         try:
             wait_ready(f"http://127.0.0.1:{port}/", proc, "probe_portkey")
-            for name, (personality, mode) in UPSTREAMS.items():
-                print(f"== upstream {name}", flush=True)
-                session = gw.create_session(upstream(personality, mode))
+            runs = [("openai_chat", "openai", name) for name in UPSTREAMS]
+            runs += [(d, prov, name) for d, prov, names in DIALECT_RUNS for name in names]
+            for dialect, provider, name in runs:
+                run = name if dialect == "openai_chat" else f"{dialect.replace('_', '-')}-{name}"
+                print(f"== {run} (upstream {name}, {dialect}, provider {provider})", flush=True)
+                session = gw.create_session(upstream(*UPSTREAMS[name]))
                 hosts.append(session.base_url)
                 os.environ[HOST_VAR] = session.base_url
-                results[name] = probe_one(
+                results[run] = probe_one(
                     gw,
                     session,
                     ["--base-url", f"http://127.0.0.1:{port}/v1", "--model", "fake-model"]
-                    + ["--header", "x-portkey-provider: openai"]
+                    + ["--dialect", dialect, "--header", f"x-portkey-provider: {provider}"]
                     + ["--header-env", f"x-portkey-custom-host={HOST_VAR}"],
                     key,
-                    out / name,
-                    out / name / f"portkey-{name}.yaml",
+                    out / run,
+                    out / run / f"portkey-{run}.yaml",
                 )
         finally:
             stop(proc)
             log.close()
             os.environ.pop(HOST_VAR, None)
-    scrub_file(out / "gateway.log", [key, "openai", *hosts])
+    scrub_file(out / "gateway.log", [key, "openai", "anthropic", *hosts])
     summary = {
         "portkey": PORTKEY[1],
         "hono_node_server": NODE_SERVER[1],

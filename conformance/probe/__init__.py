@@ -27,7 +27,7 @@ the secrets out, ``wire`` each dialect's endpoint, bodies and read-back, ``cli``
 line.
 """
 
-from conformance.probe.cli import execute, main, parser
+from conformance.probe.cli import execute, extras, main, parser
 from conformance.probe.client import Probe
 from conformance.probe.document import probe_document
 from conformance.probe.exchange import Exchange, ProbeError
@@ -44,13 +44,13 @@ __all__ = [
     "ProbeError",
     "ProbeRequest",
     "execute",
+    "extras",
     "main",
     "observe",
+    "parser",
     "probe_document",
     "recording",
 ]
 
-# The names these had when the probe was one module: the tests read the framing headers, and
-# scripts/probe_litellm.py builds its arguments with the parser.
+# The name this had when the probe was one module (the tests read it).
 _FRAMING_HEADERS = FRAMING_HEADERS
-_parser = parser

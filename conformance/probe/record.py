@@ -85,8 +85,9 @@ def recording(
         "script": steps,
     }
     clean = scrub(sc, secrets)
-    # What the probe itself wrote (markers, the dialect, how a body ended) is put back as it
-    # was: a short secret value must not garble the scenario, only the recorded bytes.
+    # What the probe itself wrote (the id, markers, the dialect, how a body ended) is put back
+    # as it was: a short secret value must not garble the scenario, only the recorded bytes.
+    clean["id"] = scenario_id
     for st, cl in zip(steps, clean["script"], strict=True):
         cl["match"] = st["match"]
         for k in ("dialect", "end"):
