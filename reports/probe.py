@@ -44,10 +44,10 @@ def validate_probe(doc: Any, *, source: str = "<probe>") -> None:
 
 def _keep_vocabulary(doc: dict[str, Any], clean: dict[str, Any]) -> dict[str, Any]:
     """``clean`` with the probe's own vocabulary put back: the dialect, header and query names,
-    observation ids, titles, verdicts and evidence, exchange names. They come from fixed lists,
-    never from a gateway or a secret; a short secret (a routing header's ``openai``) would
-    otherwise garble them and the written document would not be valid (the same fields as
-    ``conformance.probe.redact.keep_vocabulary``)."""
+    observation ids, titles, verdicts and evidence, exchange names (keys are not scrubbed at
+    all). They come from fixed lists, never from a gateway or a secret; a short secret (a
+    routing header's ``openai``) would otherwise garble them and the written document would not
+    be valid (the same fields as ``conformance.probe.redact.keep_vocabulary``)."""
     for k in ("dialect", "headers", "query"):
         if k in doc["probe"]:
             clean["probe"][k] = doc["probe"][k]
@@ -62,7 +62,7 @@ def render_probe(doc: dict[str, Any], out_dir: Path, *, secrets: Sequence[str] =
     """Validate ``doc``, write ``probe.json`` and ``probe.html`` into ``out_dir``; return the page."""
     validate_probe(doc)
     red = Redactor(secrets)
-    clean = _keep_vocabulary(doc, red.deep(doc))
+    clean = _keep_vocabulary(doc, red.deep(doc, keys=False))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     obs = clean["observations"]

@@ -46,21 +46,22 @@ class Redactor:
         value = _HEADER_LINE.sub(lambda m: m.group(1) + MASK, value)
         return _BEARER.sub(f"Bearer {MASK}", value)
 
-    def deep(self, value: Any) -> Any:
-        """Return a redacted deep copy of a JSON-like value."""
+    def deep(self, value: Any, *, keys: bool = True) -> Any:
+        """Return a redacted deep copy of a JSON-like value; ``keys=False`` leaves dict keys as
+        they are (a document whose keys are its structure, not data)."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
             out = {}
             for k, v in value.items():
-                key = self.text(k) if isinstance(k, str) else k
+                key = self.text(k) if keys and isinstance(k, str) else k
                 if isinstance(k, str) and k.lower() in SECRET_HEADERS and v is not None:
                     out[key] = MASK
                 else:
-                    out[key] = self.deep(v)
+                    out[key] = self.deep(v, keys=keys)
             return out
         if isinstance(value, list | tuple):
-            return [self.deep(v) for v in value]
+            return [self.deep(v, keys=keys) for v in value]
         return value
 
     def __call__(self, value: Any) -> Any:

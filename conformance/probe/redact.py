@@ -26,7 +26,8 @@ def safe_url(url: str) -> str:
 def scrub(value: Any, secrets: str | Iterable[str | None] | None) -> Any:
     """``value`` with every secret masked in every string and every credential header's value
     masked, however deep in dicts and lists (a gateway may echo a secret back in a body or a
-    header). ``secrets`` is one secret or several; empty ones are ignored."""
+    header). ``secrets`` is one secret or several; empty ones are ignored. Keys are left as they
+    are: they are the document's structure (``stream``, ``headers``), not what a gateway said."""
     if secrets is None or isinstance(secrets, str):
         secrets = [secrets]
     # Longest first, so a secret containing another is masked whole.
@@ -41,7 +42,7 @@ def _scrub(value: Any, secrets: list[str]) -> Any:
         return value
     if isinstance(value, dict):
         return {
-            _scrub(k, secrets): (MASK if k.lower() in SECRET_HEADERS else _scrub(v, secrets))
+            k: (MASK if k.lower() in SECRET_HEADERS else _scrub(v, secrets))
             for k, v in value.items()
         }
     if isinstance(value, list):
@@ -55,7 +56,8 @@ def keep_vocabulary(original: dict[str, Any], clean: dict[str, Any]) -> dict[str
     The dialect, header and query names, observation ids, titles, verdicts and evidence, and
     exchange names come from the probe's fixed lists and the option names, never from a gateway
     or a secret value; a short value given with ``--header`` (``openai``) would otherwise garble
-    them (``[REDACTED]_chat``) and the report would no longer be valid. ``reports.probe`` keeps
+    them (``[REDACTED]_chat``) and the report would no longer be valid. (Keys are never
+    scrubbed, :func:`scrub`.) ``reports.probe`` keeps
     the same fields."""
     for k in ("dialect", "headers", "query"):
         if k in original["probe"]:
