@@ -134,7 +134,10 @@ def extras(args: argparse.Namespace) -> Extras:
     for n, spec in enumerate(args.header_env, 1):
         name, eq, var = spec.partition("=")
         if not eq or not var:
-            raise ProbeError(f"--header-env #{n}: expected NAME=VAR, got {spec!r}")
+            raise ProbeError(
+                f"--header-env #{n}: expected NAME=VAR (a header name, '=', the name of an "
+                "environment variable)"
+            )
         value = os.environ.get(var, "")
         if not value:
             raise ProbeError(f"--header-env {spec}: environment variable {var} is not set or empty")
