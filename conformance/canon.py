@@ -28,6 +28,7 @@ from typing import Any
 
 from fakes.dialects import CHAT, REGISTRY, Dialect
 from fakes.dialects._chatview import dumps, parse_block, read_stream, sse_blocks
+from fakes.faults import FAULTS
 
 __all__ = [
     "CHAT",
@@ -102,14 +103,15 @@ def chat_sent(sent: str, dialect: str, stream: bool, status: int | None = 200) -
 # --- entries ---------------------------------------------------------------------------------
 
 
+# The symptoms (``fakes.faults.Fault.symptom``) of faults that inject a frame of their own.
 _INJECTED = ("malformed_event", "in_band_error")
 
 
-def _injected_block(sent: str, fault: str) -> int:
+def _injected_block(sent: str, what: str | None) -> int:
     """Index of the gateway's injected block: an in-band error ends the stream; a malformed
     event is the first block without JSON data (the gateway's own events all carry it)."""
     blocks, _ = sse_blocks(sent)
-    if fault == "malformed_event":
+    if what == "malformed_event":
         for i, block in enumerate(blocks):
             data = parse_block(block)[1]
             if data is None:
@@ -138,11 +140,13 @@ def canonical_entry(entry: dict[str, Any]) -> dict[str, Any]:
             text, tail, before = _stream_sent(sent, d)
             r["sent"], raw["dropped"] = text, tail
             params = entry.get("fault_params")
-            if entry.get("fault") in _INJECTED and isinstance(params, dict) and before:
+            fault = FAULTS.get(str(entry.get("fault") or ""))
+            what = fault.symptom if fault is not None else None
+            if what in _INJECTED and isinstance(params, dict) and before:
                 # The injected frame's position re-counted in the chat frames written before it
                 # (evidence._injected_after_done reads it). ``after_events`` is a neutral point
                 # of the reply, not an index into this dialect's events: find the frame itself.
-                n = min(_injected_block(sent, str(entry.get("fault"))), len(before) - 1)
+                n = min(_injected_block(sent, what), len(before) - 1)
                 raw["fault_params"] = params
                 out["fault_params"] = {**params, "after_events": before[n]}
         else:

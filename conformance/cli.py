@@ -108,7 +108,8 @@ def _scenarios_by_criterion(directory: Path) -> dict[str, list[str]]:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from conformance.catalogue import CATALOGUE, as_markdown
+    from conformance.catalogue import CATALOGUE
+    from conformance.criteria_page import as_markdown
 
     if args.markdown:
         sys.stdout.write(as_markdown())
@@ -134,7 +135,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     for row in rows:
-        n = len(row["scenarios"])
+        n = len(row["scenarios"] or ())
         print(f"{row['id']:<8} {row['level']:<6} {row['title']}  [{n} scenario{'s' * (n != 1)}]")
     return 0
 

@@ -18,6 +18,7 @@ from typing import Any
 from conformance.catalogue import by_id
 from conformance.evidence import RETRYABLE_STATUSES, nominal_backoff
 from fakes import Scenario, Step
+from fakes.faults import FAULTS
 from fakes.plan import make_plan
 
 __all__ = [
@@ -76,10 +77,11 @@ def _asked_s(step: Step) -> float | None:
 
 def _retried(step: Step) -> bool:
     """Whether a correct agent waits before the attempt after this step's failure."""
-    name = step.fault_name
-    if name == "reset_before_headers":
+    fault = FAULTS.get(step.fault_name or "")
+    what = fault.symptom if fault is not None else None
+    if what == "connection_failed":
         return True
-    return name == "http_error" and int(step.fault_params.get("status", 0)) in RETRYABLE_STATUSES
+    return what == "http_status" and int(step.fault_params.get("status", 0)) in RETRYABLE_STATUSES
 
 
 def _wait_after(step: Step, n: int) -> float:

@@ -29,6 +29,7 @@ __all__ = [
     "nominal_backoff",
     "asked_wait",
     "is_failed",
+    "symptom",
 ]
 
 # Statuses the retry policy covers (429, 5xx of RTY-05, 408/409 of RTY-16).
@@ -82,6 +83,13 @@ def is_failed(entry: Entry) -> bool:
         if verdict is not None:
             return verdict
     return resp.get("end") in ("reset", "close") or (fault is not None and fault.breaks)
+
+
+def symptom(entry: Entry) -> str | None:
+    """What the client met in this attempt, whatever fault made it (``Fault.symptom`` of
+    ``fakes.faults``); None without a fault, or for one a client need not recover from."""
+    fault = FAULTS.get(entry.get("fault") or "")
+    return fault.symptom if fault is not None else None
 
 
 def _header(entry: Entry, name: str) -> str | None:

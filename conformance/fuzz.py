@@ -24,7 +24,7 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,22 +91,29 @@ def _reply(draw: st.DrawFn, step: int) -> dict[str, Any]:
 
 
 @st.composite
-def _fault(draw: st.DrawFn, reply: dict[str, Any]) -> dict[str, Any] | None:
-    """No fault or one of the registered ones, its parameters drawn by its class."""
-    name = draw(st.sampled_from(["none", *FAULTS]))
+def _fault(
+    draw: st.DrawFn, reply: dict[str, Any], faults: Sequence[str] | None = None
+) -> dict[str, Any] | None:
+    """No fault or one of ``faults`` (default: every registered one), its parameters drawn by
+    its class."""
+    name = draw(st.sampled_from(["none", *(FAULTS if faults is None else faults)]))
     if name == "none":
         return None
     return {name: FAULTS[name].draw_params(draw, reply)}
 
 
 @st.composite
-def schedules(draw: st.DrawFn, max_steps: int = 5) -> dict[str, Any]:
-    """A scenario mapping: up to ``max_steps`` scripted steps, faults among them, healthy tail."""
+def schedules(
+    draw: st.DrawFn, max_steps: int = 5, faults: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """A scenario mapping: up to ``max_steps`` scripted steps, faults among them (drawn from
+    ``faults``, default every registered one), healthy tail. A fixed ``faults`` keeps a seed's
+    schedules the same when a primitive is added to the registry."""
     n = draw(st.integers(1, max_steps))
     script: list[dict[str, Any]] = []
     for i in range(n):
         reply = draw(_reply(i))
-        fault = draw(_fault(reply))
+        fault = draw(_fault(reply, faults))
         step: dict[str, Any] = {"reply": reply}
         if fault is not None:
             step["fault"] = fault
@@ -199,8 +206,13 @@ def run_fuzz(
     time_scale: float = DEFAULT_TIME_SCALE,
     shrink_time_s: float = 120.0,
     progress: Callable[[str], None] | None = None,
+    faults: Sequence[str] | None = None,
 ) -> FuzzReport:
-    """Fuzz ``adapter`` with up to ``budget`` schedules; shrink and save the first finding."""
+    """Fuzz ``adapter`` with up to ``budget`` schedules; shrink and save the first finding.
+    ``faults``: the primitives drawn from (default: every registered one)."""
+    unknown = sorted(set(faults or ()) - set(FAULTS))
+    if unknown:
+        raise ValueError(f"unknown fault primitive(s) {unknown}; known: {', '.join(FAULTS)}")
     report = FuzzReport()
     best: list[Finding] = []
     first_failure_at: list[float] = []
@@ -222,7 +234,7 @@ def run_fuzz(
         print_blob=False,
     )
     @seed(seed_value)
-    @given(schedules())
+    @given(schedules(faults=faults))
     def probe(sc: dict[str, Any]) -> None:
         shrinking = bool(first_failure_at)
         out_of_time = shrinking and time.monotonic() - first_failure_at[0] > shrink_time_s
@@ -287,6 +299,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--time-scale", type=float, default=DEFAULT_TIME_SCALE)
     p.add_argument("--shrink-time", type=float, default=120.0, help="seconds allowed for shrinking")
+    p.add_argument(
+        "--fault",
+        dest="faults",
+        action="append",
+        choices=list(FAULTS),
+        metavar="NAME",
+        help="draw only this fault primitive (repeatable; default: all of "
+        + ", ".join(FAULTS)
+        + ")",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     return p
 
@@ -322,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                 time_scale=args.time_scale,
                 shrink_time_s=args.shrink_time,
                 progress=say,
+                faults=args.faults,
             )
     except KeyboardInterrupt:
         print("conformance fuzz: interrupted", file=sys.stderr)

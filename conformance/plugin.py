@@ -271,7 +271,7 @@ class ScenarioItem(pytest.Item):
             lines.append(f"rerun: {entry['rerun']}")
             raise ConformanceFailure("\n".join(lines))
 
-    def repr_failure(self, excinfo, style=None):  # type: ignore[override]
+    def repr_failure(self, excinfo, style=None):
         if isinstance(excinfo.value, ConformanceFailure):
             return f"{self.name}:\n{excinfo.value}"
         return super().repr_failure(excinfo, style=style)

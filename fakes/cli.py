@@ -1,5 +1,5 @@
 """Command line: ``python -m fakes serve PATH`` serves scenarios until Ctrl-C;
-``python -m fakes write-schema`` regenerates the fault part of the scenario schema."""
+``python -m fakes write-schema`` regenerates its generated parts (faults, dialect names)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import asyncio
 import sys
 
 from fakes.errors import FakesError
-from fakes.faults import write_schema
 from fakes.gateway import Gateway
 from fakes.scenario import load_scenarios
+from fakes.schemas import write_schema
 
 __all__ = ["main"]
 
@@ -19,7 +19,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m fakes",
         description="Fake OpenAI-compatible gateway that replays fault scenarios. "
-        "Each scenario gets its own session URL; point an OpenAI client's base_url at it.",
+        "Each scenario gets its own session URL; point an OpenAI client's base_url at it "
+        "(with one scenario, at the root /v1 too). GET / lists the sessions.",
     )
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("serve", help="serve a scenario file or a directory of scenarios")
@@ -34,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
         help="multiply every scenario duration by this (default 1.0)",
     )
     sub.add_parser(
-        "write-schema", help="rewrite the fault part of scenarios/schema.json from fakes.faults"
+        "write-schema",
+        help="rewrite the generated parts of scenarios/schema.json (faults, dialect names)",
     )
     return p
 
@@ -42,11 +44,19 @@ def _parser() -> argparse.ArgumentParser:
 async def _serve(args: argparse.Namespace) -> None:
     scenarios = load_scenarios(args.path)
     async with Gateway(args.host, args.port, tls=args.tls) as gw:
-        print(f"gateway: {gw.base_url}", flush=True)
+        sessions = [gw.create_session(sc, time_scale=args.time_scale) for sc in scenarios]
+        index = f"{gw.base_url}/"
+        # The first URL printed is one a client can use as is: with one scenario the root /v1
+        # serves it (unless it refuses connections, which only its own port can do).
+        if len(scenarios) == 1 and scenarios[0].refuse_connections is None:
+            root = gw.serve_at_root(sessions[0].id)
+            print(f"base_url: {root}  (scenario {scenarios[0].id})", flush=True)
+            print(f"index: {index}", flush=True)
+        else:
+            print(f"index: {index}  (every session and its base_url, listed below)", flush=True)
         if gw.ca_file:
             print(f"ca_file: {gw.ca_file}", flush=True)
-        for sc in scenarios:
-            s = gw.create_session(sc, time_scale=args.time_scale)
+        for sc, s in zip(scenarios, sessions, strict=True):
             print(f"{sc.id}: {s.base_url}  tools: {s.tool_endpoint}", flush=True)
         await asyncio.Event().wait()
 

@@ -1,7 +1,7 @@
 """The fault primitives: one class each, the single home of everything a fault is.
 
 A fault class carries its name, the JSON Schema of its parameters (the fault part of
-``scenarios/schema.json`` is generated from these: ``python -m fakes write-schema``), whether it
+``scenarios/schema.json`` is generated from these: ``fakes.schemas``), whether it
 needs a stream (``stream_only``), whether it can act on recorded bytes (``replay_ok``), and how
 it acts at each stage of a response that ``fakes.plan`` goes through:
 
@@ -31,11 +31,7 @@ __all__ = [
     "Context",
     "Fault",
     "Rendering",
-    "fault_schema",
     "mask_key",
-    "schema_text",
-    "schema_with_faults",
-    "write_schema",
 ]
 
 # What an ``http_error`` body with ``echo_api_key`` holds where the request's key goes.
@@ -76,6 +72,18 @@ class Fault:
     # Whether an attempt that met this fault failed on the wire, unless ``attempt_failed``
     # says otherwise from the journal's response record (``conformance.evidence.is_failed``).
     breaks: ClassVar[bool] = False
+    # What a client meets, for the checks that judge a kind of failure whatever fault made it
+    # (``conformance.evidence.symptom``): "http_status" (an error status), "connection_failed"
+    # (no response), "broken_stream" (a 200 body that stops or goes silent), "no_finish" (ends
+    # without a finish reason), "malformed_event" (an event that does not parse; the first
+    # such frame is the injected one), "in_band_error" (an error event; the last frame),
+    # "length" (a reply cut at the token limit), "empty_reply"; None: nothing a client must
+    # recover from.
+    symptom: ClassVar[str | None] = None
+
+    def silence_s(self, p: dict[str, Any]) -> float | None:
+        """Seconds the stream goes silent after its headers (None: it does not)."""
+        return None
 
     def attempt_failed(self, resp: Mapping[str, Any], p: dict[str, Any]) -> bool | None:
         """Whether the attempt failed, read from its response record; None: by ``breaks``."""
@@ -106,6 +114,7 @@ class Fault:
 
 class HttpError(Fault):
     name = "http_error"
+    symptom = "http_status"
     params = {
         "type": "object",
         "additionalProperties": False,
@@ -158,6 +167,7 @@ class HttpError(Fault):
 
 class ResetBeforeHeaders(Fault):
     name = "reset_before_headers"
+    symptom = "connection_failed"
     params = {"type": ["object", "null", "boolean"]}
 
     def replace(self, plan: Plan, p: dict[str, Any], ctx: Context) -> Plan | None:
@@ -187,6 +197,7 @@ class DelayHeaders(Fault):
 
 class Cut(Fault):
     name = "cut"
+    symptom = "broken_stream"
     params = {
         "type": "object",
         "additionalProperties": False,
@@ -244,6 +255,7 @@ class Cut(Fault):
 
 class Stall(Fault):
     name = "stall"
+    symptom = "broken_stream"
     params = {
         "type": "object",
         "additionalProperties": False,
@@ -254,6 +266,10 @@ class Stall(Fault):
             "keepalive": {"type": "number", "exclusiveMinimum": 0},
         },
     }
+
+    def silence_s(self, p: dict[str, Any]) -> float | None:
+        secs = p.get("seconds")
+        return float(secs) if isinstance(secs, (int, float)) else None
 
     def on_body(self, plan: Plan, raw: bytes, p: dict[str, Any]) -> list[Chunk]:
         # A JSON body has no room for keep-alive comments: the whole pause comes first.
@@ -292,6 +308,7 @@ class Stall(Fault):
 
 class EndWithoutFinish(Fault):
     name = "end_without_finish"
+    symptom = "no_finish"
     params = {
         "type": ["object", "null"],
         "additionalProperties": False,
@@ -321,6 +338,7 @@ class FinishWithoutDone(Fault):
 
 class MalformedEvent(Fault):
     name = "malformed_event"
+    symptom = "malformed_event"
     params = {
         "type": "object",
         "additionalProperties": False,
@@ -351,6 +369,7 @@ class MalformedEvent(Fault):
 
 class InBandError(Fault):
     name = "in_band_error"
+    symptom = "in_band_error"
     params = {
         "type": "object",
         "additionalProperties": False,
@@ -374,6 +393,7 @@ class InBandError(Fault):
 
 class Length(Fault):
     name = "length"
+    symptom = "length"
     params = {
         "type": "object",
         "additionalProperties": False,
@@ -427,6 +447,7 @@ class SlowDribble(Fault):
 
 class EmptyReply(Fault):
     name = "empty_reply"
+    symptom = "empty_reply"
     params = {
         "type": "object",
         "additionalProperties": False,
@@ -526,37 +547,3 @@ def _substitute(value: Any, shown: str) -> Any:
     if isinstance(value, list):
         return [_substitute(v, shown) for v in value]
     return value
-
-
-# -- the scenario schema's fault part ---------------------------------------------------------
-
-
-def fault_schema() -> dict[str, Any]:
-    """``$defs.fault`` of the scenario schema: exactly one of the registered faults."""
-    return {
-        "type": "object",
-        "minProperties": 1,
-        "maxProperties": 1,
-        "additionalProperties": False,
-        "properties": {name: f.params for name, f in FAULTS.items()},
-    }
-
-
-def schema_with_faults(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` (the scenario schema) with its fault part generated from ``FAULTS``."""
-    return {**schema, "$defs": {**schema["$defs"], "fault": fault_schema()}}
-
-
-def schema_text(schema: dict[str, Any]) -> str:
-    """The committed layout of ``scenarios/schema.json``."""
-    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-
-
-def write_schema() -> str:
-    """Rewrite the fault part of ``scenarios/schema.json`` from ``FAULTS`` (``python -m fakes
-    write-schema``); returns the file's name."""
-    from fakes.scenario import SCHEMA_PATH  # here: the scenario loader imports this module
-
-    current = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    SCHEMA_PATH.write_text(schema_text(schema_with_faults(current)), encoding="utf-8")
-    return SCHEMA_PATH.name

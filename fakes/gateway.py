@@ -120,6 +120,11 @@ class Gateway:
     def drop_session(self, sid: str) -> None:
         self.app.drop(sid)
 
+    def serve_at_root(self, sid: str) -> str:
+        """Serve session ``sid`` at the root ``/v1`` too; returns that base URL."""
+        self.app.serve_at_root(sid)
+        return f"{self.base_url}/v1"
+
     @classmethod
     @contextlib.contextmanager
     def running(
@@ -190,3 +195,8 @@ class SyncGateway:
 
     def drop_session(self, sid: str) -> None:
         asyncio.run_coroutine_threadsafe(self.app.drop_now(sid), self._loop).result(timeout=10)
+
+    def serve_at_root(self, sid: str) -> str:
+        """Serve session ``sid`` at the root ``/v1`` too; returns that base URL."""
+        self._call(lambda: self.app.serve_at_root(sid))
+        return f"{self.base_url}/v1"

@@ -5,7 +5,9 @@ Theory of operation: each request is journaled on arrival; chat requests pick a 
 carries it out, recording exactly the bytes written and how the connection ended. A ``reset``
 sets SO_LINGER 0 before aborting so the peer sees an RST; a ``close`` shuts the connection
 cleanly without the final zero-length chunk, so an HTTP client sees an incomplete body. Delayed
-headers are held by ``fakes.hold``, which notices a client that leaves meanwhile.
+headers are held by ``fakes.hold``, which notices a client that leaves meanwhile. The root
+``/v1`` serves one session too when asked (``serve_at_root``); ``GET /`` and every path that names
+no session are answered from ``fakes.index``, so a client that misses learns where to go.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from aiohttp import web
 from fakes.dialects import REGISTRY, anthropic_messages
 from fakes.errors import FakesError, ScenarioError
 from fakes.hold import hold_headers
+from fakes.index import IndexSession, index_doc, prefers_html, render_html, valid_prefixes
 from fakes.journal import (
     ChatEntry,
     CountTokensEntry,
@@ -41,6 +44,7 @@ from fakes.plan import DIALECTS, Plan, harness_error_plan, make_plan
 from fakes.refuse import RefusingPort
 from fakes.scenario import Scenario, load_scenario
 from fakes.session import REDACTED, SessionState, redact_headers
+from fakes.toolhost import tool_reply
 
 __all__ = ["MAX_BODY_BYTES", "GatewayApp"]
 
@@ -67,6 +71,8 @@ class GatewayApp:
 
     def __init__(self) -> None:
         self.sessions: dict[str, SessionState] = {}
+        # The session the root ``/v1`` serves too (``serve_at_root``); None: the root serves none.
+        self.root_sid: str | None = None
         self.base_url = ""
         # Set by the Gateway that runs this app: what a session's own refusing port needs.
         self.host = "127.0.0.1"
@@ -84,6 +90,14 @@ class GatewayApp:
         r.add_get("/s/{sid}/v1/models", self._models)
         r.add_post("/s/{sid}/tools/{tool}", self._tool)
         r.add_route("*", "/s/{sid}/{tail:.*}", self._unknown)
+        # The same endpoints without ``/s/{sid}``: they serve ``root_sid``, if any.
+        for d in REGISTRY.values():
+            r.add_post(d.PATH, functools.partial(self._chat, dialect=d.NAME))
+        r.add_post("/v1/messages/count_tokens", self._count_tokens)
+        r.add_get("/v1/models", self._models)
+        r.add_route("*", "/v1/{tail:.*}", self._unknown)
+        r.add_get("/", self._index)
+        r.add_route("*", "/{tail:.*}", self._nowhere)
 
     # -- sessions -------------------------------------------------------------
     def add_session(
@@ -107,9 +121,26 @@ class GatewayApp:
         self.sessions[st.id] = st
         return st
 
+    def serve_at_root(self, sid: str) -> None:
+        """Serve session ``sid`` at the root ``/v1`` too (one scenario served)."""
+        st = self.sessions.get(sid)
+        if st is None:
+            raise FakesError(f"unknown session {sid!r}")
+        if st.refused is not None:  # the main port never refuses: it would skip the refusal
+            raise FakesError(
+                f"scenario {st.scenario.id!r} refuses connections on its own port; "
+                "it cannot be served at the root"
+            )
+        self.root_sid = sid
+
+    def _forget(self, sid: str) -> SessionState | None:
+        if sid == self.root_sid:
+            self.root_sid = None
+        return self.sessions.pop(sid, None)
+
     def drop(self, sid: str) -> bool:
         """Forget a session; its own port, if any, closes in the background. False if unknown."""
-        st = self.sessions.pop(sid, None)
+        st = self._forget(sid)
         if st is not None and st.refused is not None:
             task = asyncio.get_running_loop().create_task(st.refused.close())
             self._closing.add(task)  # a strong reference until it is done
@@ -118,7 +149,7 @@ class GatewayApp:
 
     async def drop_now(self, sid: str) -> bool:
         """Forget a session and close its own port before returning. False if unknown."""
-        st = self.sessions.pop(sid, None)
+        st = self._forget(sid)
         if st is not None and st.refused is not None:
             await st.refused.close()
         return st is not None
@@ -141,6 +172,41 @@ class GatewayApp:
             "base_url": f"{base}/s/{sid}/v1",
             "tool_endpoint": f"{base}/s/{sid}/tools",
         }
+
+    def _listed(self) -> tuple[str | None, list[IndexSession]]:
+        """The root ``/v1`` URL (or None) and every session, as the index lists them."""
+        sessions: list[IndexSession] = []
+        for sid, st in self.sessions.items():
+            urls = self.urls(sid)
+            sessions.append(
+                {
+                    "session": sid,
+                    "scenario": st.scenario.id,
+                    "title": st.scenario.title,
+                    "base_url": urls["base_url"],
+                    "tool_endpoint": urls["tool_endpoint"],
+                }
+            )
+        return (f"{self.base_url}/v1" if self.root_sid else None), sessions
+
+    async def _index(self, request: web.Request) -> web.Response:
+        doc = index_doc(self.base_url, *self._listed())
+        if prefers_html(request.headers.get("Accept", "")):
+            return web.Response(text=render_html(doc), content_type="text/html")
+        return web.json_response(doc)
+
+    def _not_found(self, request: web.Request, dialect: str = "openai_chat") -> web.Response:
+        """404 for a path no session answers; the body lists the prefixes that do."""
+        sid = request.match_info.get("sid")
+        why = f"unknown session {sid!r}; " if sid else ""
+        if sid is None and request.path.startswith("/v1/"):
+            why = "the root /v1 serves a session only when one scenario is served; "
+        prefixes = valid_prefixes(*self._listed())
+        message = f"no such endpoint: {request.method} {request.path} ({why}valid prefixes: "
+        message += (", ".join(prefixes) or "none yet, see POST /_control/sessions") + ")"
+        body = DIALECTS[dialect].error_body(message, "invalid_request_error")
+        body["valid_prefixes"] = prefixes
+        return web.json_response(body, status=404)
 
     async def _create(self, request: web.Request) -> web.Response:
         try:
@@ -244,13 +310,14 @@ class GatewayApp:
 
     # -- handlers -------------------------------------------------------------
     def _session(self, request: web.Request) -> SessionState | None:
-        return self.sessions.get(request.match_info["sid"])
+        sid = request.match_info.get("sid", self.root_sid)
+        return self.sessions.get(sid) if sid is not None else None
 
     async def _count_tokens(self, request: web.Request) -> web.StreamResponse:
         d = "anthropic_messages"
         st = self._session(request)
         if st is None:
-            return _err(404, f"unknown session {request.match_info['sid']!r}", dialect=d)
+            return self._not_found(request, d)
         e = self._entry(st, request, "count_tokens")
         e["dialect"] = d
         body = await self._read_json(request, e)
@@ -266,7 +333,7 @@ class GatewayApp:
     async def _chat(self, request: web.Request, dialect: str = "openai_chat") -> web.StreamResponse:
         st = self._session(request)
         if st is None:
-            return _err(404, f"unknown session {request.match_info['sid']!r}", dialect=dialect)
+            return self._not_found(request, dialect)
         e = self._entry(st, request, "chat")
         e["dialect"] = dialect
         body = await self._read_json(request, e)
@@ -300,7 +367,7 @@ class GatewayApp:
     async def _models(self, request: web.Request) -> web.StreamResponse:
         st = self._session(request)
         if st is None:
-            return _err(404, f"unknown session {request.match_info['sid']!r}")
+            return self._not_found(request)
         e = self._entry(st, request, "models")
         return self._record_simple(
             e,
@@ -311,17 +378,21 @@ class GatewayApp:
 
     async def _unknown(self, request: web.Request) -> web.StreamResponse:
         st = self._session(request)
-        resp = _err(404, f"no such endpoint: {request.method} {request.path}")
-        if st is not None:
-            e = self._entry(st, request, "unknown")
-            e["harness_error"] = "unknown endpoint"
-            return self._record_simple(e, resp)
-        return resp
+        if st is None:
+            return self._not_found(request)
+        e = self._entry(st, request, "unknown")
+        e["harness_error"] = "unknown endpoint"
+        return self._record_simple(
+            e, _err(404, f"no such endpoint: {request.method} {request.path}")
+        )
+
+    async def _nowhere(self, request: web.Request) -> web.Response:
+        return self._not_found(request)
 
     async def _tool(self, request: web.Request) -> web.StreamResponse:
         st = self._session(request)
         if st is None:
-            return _err(404, f"unknown session {request.match_info['sid']!r}")
+            return self._not_found(request)
         name = request.match_info["tool"]
         e = self._entry(
             st, request, "tool", tool=name, call_id=None, arguments=None, behaviour=None
@@ -339,35 +410,8 @@ class GatewayApp:
         i = st.tool_cursor.get(name, 0)
         st.tool_cursor[name] = i + 1
         beh = script[min(i, len(script) - 1)]
-        kind, val = next(iter(beh.items()))
-        e["behaviour"] = kind
-        status, payload = 200, None
-        if kind == "output":
-            payload = {"output": val}
-        elif kind == "error":
-            payload = {
-                "error": {"type": val.get("type", "execution_error"), "message": val["message"]}
-            }
-        elif kind == "permission_denied":
-            payload = {
-                "error": {
-                    "type": "permission_denied",
-                    "message": (val or {}).get("reason", "permission denied"),
-                }
-            }
-        elif kind == "transient":
-            status = 503
-            payload = {
-                "error": {
-                    "type": "transient",
-                    "message": (val or {}).get("message", "transient failure"),
-                }
-            }
-        elif kind == "hang":
-            await asyncio.sleep(float(val) * st.time_scale)
-            status, payload = 504, {"error": {"type": "timeout", "message": "tool timed out"}}
-        elif kind == "large_output":
-            payload = {"output": large_text(int(val["bytes"]))}
+        e["behaviour"] = next(iter(beh))
+        status, payload = await tool_reply(beh, st.time_scale)
         return self._record_simple(e, web.json_response(payload, status=status))
 
     # -- carrying out -----------------------------------------------------------
@@ -501,15 +545,3 @@ def _check_chat(body: Any) -> str | None:
     if "tools" in body and body["tools"] is not None and not isinstance(body["tools"], list):
         return "'tools' must be an array"
     return None
-
-
-def large_text(n: int) -> str:
-    """Deterministic ASCII text of exactly ``n`` bytes, lines ``line 00001 xxxx…``."""
-    out, i = [], 1
-    total = 0
-    while total < n:
-        line = f"line {i:05d} " + "x" * 52 + "\n"
-        out.append(line)
-        total += len(line)
-        i += 1
-    return "".join(out)[:n]

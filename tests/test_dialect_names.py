@@ -1,11 +1,13 @@
 """The dialect names come from one registry (``fakes.dialects.REGISTRY``).
 
 The code reads them from it (CLI choices, the runner, the catalogue, the agent profile schema);
-the JSON Schema files are data read by other tools too, so their enums are held to it here.
+the committed JSON Schema files, data read by other tools too, have their enums generated from it
+(``fakes.schemas``, ``python scripts/write_schemas.py``) and are held current here.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from conformance import catalogue, runner
 from conformance.adapters import shipped_profile
 from conformance.probe import cli as probe_cli
 from conformance.probe import wire as probe_wire
-from fakes import plan
+from fakes import plan, schemas
 from fakes.dialects import NAMES, REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,19 +38,48 @@ def _enums_with(node: Any, name: str) -> list[list[Any]]:
     return found
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        "scenarios/schema.json",
-        "conformance/schemas/protocol/start.json",
-        "reports/schemas/probe.schema.json",
-    ],
-)
-def test_schema_enums_are_the_registry(path: str) -> None:
-    enums = _enums_with(json.loads((ROOT / path).read_text()), "anthropic_messages")
+def _written() -> tuple[str, ...]:
+    """The schema files ``scripts/write_schemas.py`` rewrites."""
+    spec = importlib.util.spec_from_file_location(
+        "write_schemas", ROOT / "scripts/write_schemas.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return tuple(module.SCHEMAS)
+
+
+@pytest.mark.parametrize("path", _written())
+def test_committed_schemas_are_generated_from_the_registry(path: str) -> None:
+    committed = (ROOT / path).read_text(encoding="utf-8")
+    enums = _enums_with(json.loads(committed), "anthropic_messages")
     assert enums, f"{path}: no dialect enum found"
-    for enum in enums:
-        assert tuple(enum) == NAMES, f"{path}: dialect enum {enum} is not the registry's {NAMES}"
+    assert committed == schemas.schema_text(schemas.generated(json.loads(committed))), (
+        f"{path} is stale against fakes.dialects and fakes.faults: "
+        "regenerate it with `python scripts/write_schemas.py`"
+    )
+
+
+def test_every_schema_with_a_dialect_enum_is_generated() -> None:
+    files = [
+        ROOT / "scenarios/schema.json",
+        *sorted((ROOT / "conformance/schemas").rglob("*.json")),
+        ROOT / "reports/schemas/probe.schema.json",
+    ]
+    with_enum = {
+        str(p.relative_to(ROOT))
+        for p in files
+        if _enums_with(json.loads(p.read_text(encoding="utf-8")), "anthropic_messages")
+    }
+    assert with_enum <= set(_written())
+
+
+def test_a_new_dialect_reaches_every_enum(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(schemas, "NAMES", (*NAMES, "new_dialect"))
+    for path in _written():
+        made = schemas.generated(json.loads((ROOT / path).read_text(encoding="utf-8")))
+        enums = _enums_with(made, "anthropic_messages")
+        assert enums and all(e[-1] == "new_dialect" for e in enums), path
 
 
 def test_code_reads_the_registry() -> None:

@@ -24,11 +24,13 @@ from typing import IO
 
 from conformance.adapters.interface import RunOutcome, RunRequest, redact
 
-__all__ = ["EXIT_UNSUPPORTED", "CommandAdapter", "kill_group"]
+__all__ = ["EXIT_UNSUPPORTED", "HELLO_FIRST", "CommandAdapter", "kill_group"]
 
 EXIT_UNSUPPORTED = 89
 _INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT", "TZ")
 _POLL_S = 0.02  # how often the main loop looks at the abort flag
+_HEAD_BYTES = 400  # how much of the agent's stdout and stderr a probe error quotes
+HELLO_FIRST = "docs/adapter-protocol.md#hello-before-start"  # the section a probe error names
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -47,6 +49,7 @@ class _Reader:
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stdout_overflow = False
         self.line_too_long = False
+        self._out_head = bytearray()  # the first bytes of stdout, whatever they were
         self._log = bytearray()
         self._max_log = max_log
         self._threads = [
@@ -65,6 +68,8 @@ class _Reader:
                 line = pipe.readline(max_line + 1)
                 if not line:
                     break
+                if len(self._out_head) < _HEAD_BYTES:
+                    self._out_head += line[: _HEAD_BYTES - len(self._out_head)]
                 total += len(line)
                 if total > max_total:
                     self.stdout_overflow = True
@@ -95,6 +100,18 @@ class _Reader:
         if len(self._log) >= self._max_log:
             text += f"\n[log truncated at {self._max_log} bytes]"
         return text
+
+    def heads(self) -> str:
+        """What the agent wrote, the first bytes of each stream; call after ``join``."""
+
+        def head(data: bytes) -> str:
+            if not data:
+                return "nothing"
+            text = repr(data[:_HEAD_BYTES].decode("utf-8", errors="replace"))
+            return text + (" …" if len(data) > _HEAD_BYTES else "")
+
+        # The stdout head holds at most _HEAD_BYTES, so it cannot tell it was cut: ask the log.
+        return f"stdout: {head(bytes(self._out_head))}; stderr: {head(bytes(self._log))}"
 
     def join(self, timeout: float = 2.0) -> None:
         end = time.monotonic() + timeout
@@ -192,7 +209,7 @@ class CommandAdapter:
                 )
                 out = self._run(req, probe=True)
             if out.hello is None:
-                raise RuntimeError(f"{self.name}: no hello line: {out.error}")
+                raise RuntimeError(f"{self.name}: {out.error}")
             self._caps = {str(c) for c in out.hello.get("capabilities", [])}
         return set(self._caps)
 
@@ -227,9 +244,13 @@ class CommandAdapter:
                 if remaining <= 0:
                     status = "timeout"
                     error = (
-                        f"no turn_end within {req.deadline_s:g} s "
-                        f"({len(events)} events received; last: "
-                        f"{events[-1].get('type') if events else 'none'})"
+                        self._no_hello(req.deadline_s)
+                        if probe
+                        else (
+                            f"no turn_end within {req.deadline_s:g} s "
+                            f"({len(events)} events received; last: "
+                            f"{events[-1].get('type') if events else 'none'})"
+                        )
                     )
                     break
                 try:
@@ -237,7 +258,9 @@ class CommandAdapter:
                 except queue.Empty:
                     continue
                 if raw is None:
-                    status, error = self._after_eof(proc, reader, len(events), lineno)
+                    status, error = self._after_eof(
+                        proc, reader, len(events), lineno, "hello" if probe else "turn_end"
+                    )
                     break
                 lineno += 1
                 t_ns = time.monotonic_ns()
@@ -272,12 +295,25 @@ class CommandAdapter:
             kill_group(proc)
             self._close_stdin(proc)
             reader.join()
+        if probe and hello is None and error:
+            if status != "timeout":  # the timeout's own text says it first
+                error = f"no hello line: {error}"
+            error += f". The agent wrote: {reader.heads()}"
         return RunOutcome(
             status=status,
             events=events,
             hello=hello,
             log=reader.log(),
             error=redact(error, key) if error else None,
+        )
+
+    @staticmethod
+    def _no_hello(waited_s: float) -> str:
+        return (
+            f"no hello line within {waited_s:g} s: the agent must write `hello` before reading "
+            "`start`. The harness writes `start` only after it has read `hello`, because the "
+            "capabilities in `hello` decide the time scale in `start` and which scenarios run; "
+            f"an agent that reads `start` first waits forever. See {HELLO_FIRST}"
         )
 
     def _after_turn_end(self, proc: subprocess.Popen) -> tuple[str, str | None]:
@@ -295,9 +331,9 @@ class CommandAdapter:
         return "ran", None
 
     def _after_eof(
-        self, proc: subprocess.Popen, reader: _Reader, n_events: int, lineno: int
+        self, proc: subprocess.Popen, reader: _Reader, n_events: int, lineno: int, awaited: str
     ) -> tuple[str, str | None]:
-        """stdout ended (or overflowed) before turn_end: find out why."""
+        """stdout ended (or overflowed) before the ``awaited`` event: find out why."""
         if reader.stdout_overflow:
             return "error", f"stdout flood: more than {self.max_stdout_bytes} bytes of events"
         if reader.line_too_long:
@@ -307,8 +343,8 @@ class CommandAdapter:
         try:
             rc = proc.wait(timeout=min(self.exit_grace_s, 1.0))
         except subprocess.TimeoutExpired:
-            return "error", f"agent closed stdout before turn_end ({n_events} events received)"
+            return "error", f"agent closed stdout before {awaited} ({n_events} events received)"
         if rc == EXIT_UNSUPPORTED:
             return "unsupported", "agent exited with status 89 (scenario unsupported)"
         how = f"killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"
-        return "error", f"agent {how} before turn_end ({n_events} events received)"
+        return "error", f"agent {how} before {awaited} ({n_events} events received)"

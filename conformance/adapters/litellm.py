@@ -87,7 +87,7 @@ def _turn(ctx: TurnContext) -> None:
             if u is not None:
                 usage["prompt_tokens"] += getattr(u, "prompt_tokens", 0) or 0
                 usage["completion_tokens"] += getattr(u, "completion_tokens", 0) or 0
-            tool_calls = [
+            tool_calls: list[dict[str, Any]] = [
                 {
                     "id": tc.id or "",
                     "type": "function",

@@ -15,6 +15,7 @@ messages, has no abort key, no fallback model, no compaction.
 from __future__ import annotations
 
 import ssl
+from typing import Any
 
 import openai
 
@@ -68,7 +69,8 @@ def _turn(ctx: TurnContext) -> None:
             kwargs: dict = {"model": ctx.model, "messages": messages, "stream": True}
             if tools:
                 kwargs["tools"] = tools
-            text, calls, usage = "", {}, None
+            text, usage = "", None
+            calls: dict[int, dict[str, Any]] = {}
             for chunk in client.chat.completions.create(**kwargs):
                 usage = getattr(chunk, "usage", None) or usage
                 for choice in chunk.choices:

@@ -14,7 +14,8 @@ from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.wire import WireReply, call_ids, request_diff, same_request, wire_reply
-from conformance.evidence import RETRYABLE_STATUSES, Evidence, is_failed, response_of
+from conformance.evidence import RETRYABLE_STATUSES, Evidence, is_failed, response_of, symptom
+from fakes.faults import FAULTS
 from fakes.journal import ChatEntry
 
 # WireReply, same_request and wire_reply live in conformance.checks.wire; named here as before.
@@ -34,27 +35,26 @@ __all__ = [
 # Attempts one request may take in one mode: the first plus RTY-04's retries (10, so 11).
 ATTEMPTS_PER_MODE = 1 + int(by_id("RTY-04").numbers["retries"])
 
-MID_STREAM_FAULTS = frozenset(
-    {"cut", "stall", "end_without_finish", "malformed_event", "in_band_error"}
-)
+# What a stream can meet after a 200 (``Fault.symptom``): the faults that break a stream.
+MID_STREAM = frozenset({"broken_stream", "no_finish", "malformed_event", "in_band_error"})
 
 
-def broke_after_headers(entry: ChatEntry, faults: frozenset[str] = MID_STREAM_FAULTS) -> bool:
+def broke_after_headers(entry: ChatEntry, symptoms: frozenset[str] = MID_STREAM) -> bool:
     resp = response_of(entry)
     return (
         Evidence.mode(entry)
         and resp.get("status") == 200
-        and entry.get("fault") in faults
+        and symptom(entry) in symptoms
         and is_failed(entry)
     )
 
 
-def _fallback(ev: Evidence, faults: frozenset[str], label: str) -> Finding:
+def _fallback(ev: Evidence, symptoms: frozenset[str], label: str) -> Finding:
     expected = f"after {label}, the same request is resent once with stream: false"
     chat = ev.chat()
     judged = 0
     for i, e in enumerate(chat):
-        if not broke_after_headers(e, faults):
+        if not broke_after_headers(e, symptoms):
             continue
         if i + 1 >= len(chat) and not turn_over(ev):
             continue  # the fallback may still come
@@ -68,18 +68,18 @@ def _fallback(ev: Evidence, faults: frozenset[str], label: str) -> Finding:
         if diff:
             return failed(expected, f"fallback seq {nxt.get('seq')} differs in {diff}")
     if not judged:
-        return not_applicable(expected, f"no stream broke by {sorted(faults)} in this run")
+        return not_applicable(expected, f"no stream broke by {sorted(symptoms)} in this run")
     return passed(expected, f"{judged} fallback(s) with the same messages, stream false")
 
 
 @check("STR-01", final=True)
 def check_str_01(ev: Evidence) -> Finding:
-    return _fallback(ev, frozenset({"cut", "stall"}), "a stream failing after headers")
+    return _fallback(ev, frozenset({"broken_stream"}), "a stream failing after headers")
 
 
 @check("STR-08", final=True)
 def check_str_08(ev: Evidence) -> Finding:
-    return _fallback(ev, frozenset({"end_without_finish"}), "a stream ending without finish")
+    return _fallback(ev, frozenset({"no_finish"}), "a stream ending without finish")
 
 
 @check("STR-14", final=True)
@@ -112,7 +112,7 @@ def check_str_15(ev: Evidence) -> Finding:
     chat = ev.chat()
     judged = 0
     for i, e in enumerate(chat):
-        if e.get("fault") != "in_band_error" or not is_failed(e):
+        if symptom(e) != "in_band_error" or not is_failed(e):
             continue  # an error after the stream's own end never reaches a client: no failure
         judged += 1
         again = [x for x in chat[i + 1 :] if not request_diff(e, x)]
@@ -225,9 +225,10 @@ def check_str_10(ev: Evidence) -> Finding:
     judged = 0
     for i, e in enumerate(chat):
         resp = response_of(e)
-        if e.get("fault") != "stall" or not Evidence.mode(e) or resp.get("status") != 200:
+        fault = FAULTS.get(e.get("fault") or "")
+        if fault is None or not Evidence.mode(e) or resp.get("status") != 200:
             continue
-        secs = _step_fault(ev, e, "stall").get("seconds")
+        secs = fault.silence_s(_step_fault(ev, e, fault.name))
         headers_ns = resp.get("t_headers_ns")
         if not isinstance(secs, (int, float)) or headers_ns is None:
             continue
@@ -372,13 +373,13 @@ def check_str_16(ev: Evidence) -> Finding:
             groups.append([e])
     judged = 0
     for g in groups:
-        empties = [e for e in g if e.get("fault") == "empty_reply"]
+        empties = [e for e in g if symptom(e) == "empty_reply"]
         if not empties:
             continue
         judged += 1
         if len(empties) > MAX_EMPTY:
             return failed(expected, f"{len(empties)} empty replies to one request: unbounded")
-        if g[-1].get("fault") != "empty_reply":
+        if symptom(g[-1]) != "empty_reply":
             continue
         if not turn_over(ev):
             continue  # the retry, or the error, may still come

@@ -238,12 +238,12 @@ class _StreamDecoder:
         if kind == "response.output_item.added":
             item = p.get("item") or {}
             if item.get("type") == "function_call":
-                k = len(set(self.tools.values()))
+                new = len(set(self.tools.values()))
                 for key in (item.get("id"), p.get("output_index")):
                     if key is not None:
-                        self.tools[key] = k
+                        self.tools[key] = new
                 first = {
-                    "index": k,
+                    "index": new,
                     "id": item.get("call_id"),
                     "type": "function",
                     "function": {"name": item.get("name") or "", "arguments": ""},

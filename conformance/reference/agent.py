@@ -117,9 +117,8 @@ HELLO: dict[str, Any] = {
         "background_tools",
         "batch_tools",
         "media",
-        # Wire dialects beyond chat completions (start.dialect).
-        "dialect:anthropic_messages",
-        "dialect:openai_responses",
+        # Wire dialects beyond chat completions (start.dialect): those it has a codec for.
+        *(f"dialect:{name}" for name in DIALECTS if name != "openai_chat"),
     ],
 }
 

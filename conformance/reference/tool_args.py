@@ -171,9 +171,13 @@ def _describe_error(err: jsonschema.ValidationError) -> str:
     if err.validator == "format":
         return f"field '{field}': expected format {err.validator_value!r}, got {err.instance!r}"
     if err.validator == "required":
-        missing = [k for k in err.validator_value if k not in (err.instance or {})]
+        # jsonschema's stubs type these loosely; for "required" they are a list and a schema.
+        required: list[str] = list(err.validator_value)  # type: ignore[arg-type]
+        given: Any = err.instance or {}
+        missing = [k for k in required if k not in given]
         where = f" in '{path}'" if path else ""
-        props = (err.schema or {}).get("properties") or {}
+        schema: Any = err.schema
+        props = (schema if isinstance(schema, dict) else {}).get("properties") or {}
         # Seed 004 §7.3.1: say which field and what it expects, so the model can fix the call.
         named = [f"{m!r} (expected {_expected(props.get(m))})" for m in missing]
         return f"missing required field(s){where}: " + ", ".join(named)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 import threading
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conformance.adapters import RunRequest, make_adapter
-from conformance.adapters.command import CommandAdapter
+from conformance.adapters.command import HELLO_FIRST, CommandAdapter
 
 KEY = "sk-test-SECRET-0123456789"
 
@@ -289,3 +290,50 @@ def test_make_adapter_rejects_unknown():
         make_adapter("bogus")
     with pytest.raises(ValueError, match="needs a command"):
         make_adapter("cmd:")
+
+
+def _probe_error(tmp_path: Path, body: str) -> tuple[str, float, int | None]:
+    adapter = make_adapter("cmd:" + agent(tmp_path, body))
+    assert isinstance(adapter, CommandAdapter)
+    adapter.hello_timeout_s = 0.3  # the 10 s default, shortened: the wait itself is the test
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError) as info:
+        adapter.capabilities()
+    return str(info.value), time.monotonic() - t0, adapter.last_pgid
+
+
+def test_agent_that_reads_start_first_is_told_to_write_hello_first(tmp_path):
+    body = """
+    emit(type="usage", prompt_tokens=1, completion_tokens=0)
+    print("waiting for start; key=" + os.environ["OPENAI_API_KEY"], file=sys.stderr, flush=True)
+    start = json.loads(sys.stdin.readline())
+    hello()
+    """
+    msg, elapsed, pgid = _probe_error(tmp_path, body)
+    assert "no hello line within 0.3 s" in msg
+    assert "must write `hello` before reading `start`" in msg
+    assert HELLO_FIRST in msg
+    # What the agent wrote, both streams, the key redacted like everything else.
+    assert '"type": "usage"' in msg
+    assert "waiting for start; key=[REDACTED]" in msg
+    assert elapsed < 3
+    assert pgid is not None and not group_alive(pgid)
+
+
+def test_agent_that_dies_before_hello_shows_what_it_wrote(tmp_path):
+    msg, _, _ = _probe_error(tmp_path, "print('cannot import x', file=sys.stderr)\nsys.exit(1)\n")
+    assert "no hello line: agent exited with status 1 before hello" in msg
+    assert "stdout: nothing; stderr: 'cannot import x\\n'" in msg
+
+
+def test_the_section_the_hello_error_names_exists():
+    doc, anchor = HELLO_FIRST.split("#")
+    text = (Path(__file__).resolve().parents[2] / doc).read_text(encoding="utf-8")
+    # GitHub's anchor of a heading: lower case, spaces to dashes, punctuation dropped.
+    slugs = {
+        re.sub(r"[^a-z0-9 -]", "", line.lstrip("#").strip().lower()).replace(" ", "-")
+        for line in text.splitlines()
+        if line.startswith("#")
+    }
+    assert anchor in slugs
+    assert "writes `hello` first, then reads the `start` line" in text

@@ -55,7 +55,7 @@ def test_by_id() -> None:
 
 
 def test_docs_page_is_in_sync() -> None:
-    from conformance.catalogue import as_markdown
+    from conformance.criteria_page import as_markdown
 
     page = Path(__file__).resolve().parents[2] / "docs" / "criteria.md"
     assert page.read_text(encoding="utf-8") == as_markdown(), (
@@ -64,8 +64,8 @@ def test_docs_page_is_in_sync() -> None:
 
 
 def test_list_markdown_writes_the_docs_page(capsys) -> None:
-    from conformance.catalogue import as_markdown
     from conformance.cli import main
+    from conformance.criteria_page import as_markdown
 
     assert main(["list", "--markdown"]) == 0
     assert capsys.readouterr().out == as_markdown()
@@ -83,7 +83,7 @@ def test_dialect_limited_criteria() -> None:
 
 
 def test_docs_page_shows_dialects() -> None:
-    from conformance.catalogue import as_markdown
+    from conformance.criteria_page import as_markdown
 
     page = as_markdown()
     assert "| ID | level | capability | dialects | cut short | criterion | source |" in page
@@ -104,8 +104,8 @@ def test_list_json_carries_dialects(capsys) -> None:
 
 
 def test_docs_page_shows_what_a_turn_cut_short_still_judges() -> None:
-    from conformance.catalogue import as_markdown
     from conformance.checks import FINAL_ON_PARTIAL
+    from conformance.criteria_page import as_markdown
 
     rows = {ln.split("|")[1].strip(): ln for ln in as_markdown().splitlines() if ln[:6] == "| RTY-"}
     assert "RTY-04" in FINAL_ON_PARTIAL and "| final |" in rows["RTY-04"]
