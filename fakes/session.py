@@ -16,7 +16,16 @@ __all__ = ["SessionState", "select_step", "redact_headers", "REDACTED", "SECRET_
 REDACTED = "[REDACTED]"
 # The headers that carry credentials, by lower-cased name: the harness's one list (the probe
 # reads it; `reports`, which may import nothing of ours, keeps a copy a test holds equal).
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "api-key"})
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "proxy-authorization",
+        "api-key",  # Azure OpenAI
+        "cf-aig-authorization",  # Cloudflare AI Gateway
+        "x-portkey-api-key",  # Portkey
+    }
+)
 
 
 def redact_headers(headers: Any) -> dict[str, str]:
