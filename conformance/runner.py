@@ -31,6 +31,7 @@ from conformance import __version__
 from conformance.adapters.base import Adapter, RunOutcome, RunRequest, redact, redact_obj
 from conformance.catalogue import CATALOGUE, by_id
 from conformance.checks import FINAL_ON_PARTIAL, INVARIANTS, run_check
+from conformance.checks.waits import retry_waits
 from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
 from conformance.evidence import Evidence
 from conformance.verdicts import aggregate, verdict_for
@@ -318,6 +319,7 @@ def run_scenario(
         "events": redact_obj(outcome.events, api_key),
         "agent_log": redact(outcome.log, api_key),
         "error": redact(error, api_key) if error else None,
+        "waits": retry_waits(ev),  # each retry's wait and its band, for the report's timeline
     }
     # Adapters under the loopback guard (shipped:<profile>) report what tried to leave.
     attempts = getattr(adapter, "last_outside_attempts", None) if not missing else None
