@@ -141,7 +141,9 @@ def timeline(
         status = r.get("status")
         what = str(e.get("fault") or "")
         if e.get("kind") == "tool":
-            what = str(e.get("tool") or "") + (f" {e.get('behaviour')}" if e.get("behaviour") else "")
+            what = str(e.get("tool") or "") + (
+                f" {e.get('behaviour')}" if e.get("behaviour") else ""
+            )
         left = x(nominal(e["t_arrival_ns"]))
         y = _TOP + i * _LANE_H
         end = r.get("end")

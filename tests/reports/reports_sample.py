@@ -16,6 +16,7 @@ HOSTILE = (
 # Text that lands inside the report's inline SVG: it tries to close the element it is in and the
 # picture, and to run from SVG's own elements and attributes.
 HOSTILE_SVG = (
+    "<svg onload=alert(1)>"  # short enough to survive a picture's clipping of long labels
     "</text></title></svg><svg onload=\"document.title='PWNED-SVG'\">"
     '<script>document.title="PWNED-SVG"</script>'
     '<a href="javascript:alert(2)"><text>PWNED-LINK</text></a>'
@@ -82,7 +83,7 @@ def _tool_entry(seq, t):
         "kind": "tool",
         "method": "POST",
         "path": "/s/7f3a/tools/write_file",
-        "tool": "write_file" + HOSTILE_SVG,
+        "tool": HOSTILE_SVG,
         "call_id": "call_1",
         "arguments": {"path": "a.txt"},
         "behaviour": "output" + HOSTILE_SVG,
@@ -154,7 +155,7 @@ def _rich_scenarios(base):
         RTY_SCENARIO,
         entries=[
             _chat_entry(
-                0, t, 0, fault="http_error" + HOSTILE_SVG, status=429, sent='{"error":"rate"}'
+                0, t, 0, fault=HOSTILE_SVG, status=429, sent='{"error":"rate"}'
             ),
             _tool_entry(1, t + 20_000_000),
             _chat_entry(2, t + 1_050_000_000, 1),
