@@ -120,7 +120,7 @@ def timeline(
     span = max([*ends, 1e-6])
     drawn_waits = []
     for w in waits:
-        lane = lane_of.get(w.get("seq"))  # type: ignore[arg-type]
+        lane = lane_of.get(w.get("seq"))
         if lane is None or not isinstance(w.get("from_ns"), int):
             continue
         start = nominal(w["from_ns"])
@@ -234,15 +234,16 @@ def matrix(report: Any, anchor: Any) -> dict[str, Any] | None:
         text = a.name
         if len(dialects) > 1:
             text += f" ({a.run.get('dialect') or 'openai_chat'})"
-        labels.append({"text": _clip(text, 30), "title": text})
+        labels.append({"text": _clip(text, 40), "title": text})
     label_w = 14 + 6.6 * max(len(lb["text"]) for lb in labels)
     rows_h = len(agents) * _CELL
-    blocks, line, x0, lines = [], 0, label_w, [0]
+    blocks: list[dict[str, Any]] = []
+    line, x0, lines = 0, label_w, [0.0]
     for area, crits in report.areas():
         w = len(crits) * _CELL
         if x0 + w > _MAX_W and x0 > label_w:
             line, x0 = line + 1, label_w
-            lines.append(0)
+            lines.append(0.0)
         top = line * (_HEAD + rows_h + _GAP)
         cells = []
         for j, c in enumerate(crits):

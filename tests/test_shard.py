@@ -210,3 +210,30 @@ def test_documents_of_other_runs_are_not_merged():
     plain = copy.deepcopy(a)
     del plain["run"]["shard"]
     assert merge_shards([plain, a, b])[0] is plain
+
+
+def test_reports_and_harness_agree_on_the_verdict_order():
+    # The merge recomputes verdicts with the reports' order; the runner with the harness's.
+    from conformance import verdicts as harness
+    from reports import verdicts as reports
+
+    assert reports.SEVERITY == harness.SEVERITY and reports.VERDICTS == harness.VERDICTS
+
+
+def test_two_agents_parts_merge_apart_and_a_criterion_takes_its_worst_verdict():
+    a1, a2 = _judged_everywhere(2)
+    a2["agents"][0]["criteria"]["RTY-01"]["verdict"] = "FAIL"
+    a2["agents"][0]["criteria"]["RTY-01"]["scenarios"][0]["verdict"] = "FAIL"
+    b1, b2 = copy.deepcopy(_judged_everywhere(2))
+    for doc in (b1, b2):
+        doc["agents"][0]["name"] = "b"
+    merged = merge_shards([b2, a1, b1, a2])
+    assert [d["agents"][0]["name"] for d in merged] == ["b", "a"]
+    assert [d["run"]["shards"]["present"] for d in merged] == [[1, 2], [1, 2]]
+    verdicts = {d["agents"][0]["name"]: d["agents"][0]["criteria"]["RTY-01"] for d in merged}
+    assert verdicts["a"]["verdict"] == "FAIL" and verdicts["b"]["verdict"] == "PASS"
+    assert [s["id"] for s in verdicts["a"]["scenarios"]] == ["s-1", "s-2"]
+    from reports import validate_results
+
+    for doc in merged:
+        validate_results(doc, source="merged")

@@ -154,9 +154,7 @@ def _rich_scenarios(base):
     rty = _scenario(
         RTY_SCENARIO,
         entries=[
-            _chat_entry(
-                0, t, 0, fault=HOSTILE_SVG, status=429, sent='{"error":"rate"}'
-            ),
+            _chat_entry(0, t, 0, fault=HOSTILE_SVG, status=429, sent='{"error":"rate"}'),
             _tool_entry(1, t + 20_000_000),
             _chat_entry(2, t + 1_050_000_000, 1),
         ],
