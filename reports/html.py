@@ -169,7 +169,7 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
     crit_dir.mkdir(exist_ok=True)
     page = env.get_template("criterion.html.j2")
     for c in report.catalogue:
-        per_agent = []
+        per_agent: list[dict[str, Any]] = []
         for a in report.agents:
             res = a.data["criteria"].get(c["id"])
             per_agent.append(
@@ -182,6 +182,9 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
                     ],
                 }
             )
+        pictures = [s["picture"] for a in per_agent for s in a["scenarios"] if s["picture"]]
+        for later in pictures[1:]:
+            later["legend"] = False  # one legend per page, on its first picture
         (crit_dir / f"{c['id']}.html").write_text(
             page.render(**_common(report), c=c, per_agent=per_agent), encoding="utf-8"
         )

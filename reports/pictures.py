@@ -142,7 +142,7 @@ def timeline(
         what = str(e.get("fault") or "")
         if e.get("kind") == "tool":
             what = str(e.get("tool") or "") + (
-                f" {e.get('behaviour')}" if e.get("behaviour") else ""
+                f" ({e.get('behaviour')}), " if e.get("behaviour") else ", "
             )
         left = x(nominal(e["t_arrival_ns"]))
         y = _TOP + i * _LANE_H
@@ -156,6 +156,7 @@ def timeline(
                 "status": "–" if status is None else str(status),
                 "what": _clip(what, 22),
                 "title": f"#{e['seq']} {e.get('kind', '')}{_mode(e)}: status {status}, "
+                f"{'tool ' + what if e.get('kind') == 'tool' else ''}"
                 f"fault {e.get('fault') or 'none'}, end {end or 'none'}",
                 "outcome": _outcome(e),
                 "x": left,
@@ -218,6 +219,7 @@ def timeline(
         "scale": scale,
         "omitted": max(len(entries) - len(shown), 0),
         "has_bands": any(n["band"] for n in notes),
+        "legend": True,  # the page may keep it for its first picture only
     }
 
 

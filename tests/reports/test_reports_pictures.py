@@ -43,6 +43,7 @@ def test_timeline_shows_requests_faults_and_waits_against_their_band(rendered, s
     html = (rendered / "criteria" / "RTY-01.html").read_text("utf-8")
     pictures = [s for s in _svgs(html) if "timeline-pic" in s]
     assert len(pictures) == len(sample["agents"])  # the cited scenario, once per agent
+    assert html.count('class="tl-legend"') == 1  # on the page's first picture
     svg = pictures[0]
     entries = next(s for s in sample["agents"][0]["scenarios"] if s["id"] == RTY_SCENARIO)[
         "journal"
