@@ -38,6 +38,7 @@ from conformance.adapters.interface import (
 )
 from conformance.catalogue import CATALOGUE, by_id
 from conformance.checks import FINAL_ON_PARTIAL, INVARIANTS, run_check
+from conformance.checks.waits import retry_waits
 from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
 from conformance.evidence import Evidence
 from conformance.verdicts import aggregate, verdict_for
@@ -332,6 +333,7 @@ def run_scenario(
         "events": redact_obj(outcome.events, api_key),
         "agent_log": redact(outcome.log, api_key),
         "error": redact(error, api_key) if error else None,
+        "waits": retry_waits(ev),  # each retry's wait and its band, for the report's timeline
     }
     clock = getattr(adapter, "clock_info", None)
     info = clock(scale) if callable(clock) else None

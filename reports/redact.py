@@ -12,6 +12,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from markupsafe import Markup
+
 __all__ = ["MASK", "Redactor"]
 
 MASK = "[REDACTED]"
@@ -65,5 +67,9 @@ class Redactor:
         return value
 
     def __call__(self, value: Any) -> Any:
-        """Jinja ``finalize`` hook: scrub strings, pass everything else through."""
+        """Jinja ``finalize`` hook: scrub strings, pass everything else through. Markup is a
+        macro's output (the pictures), every value of which went through this hook already;
+        scrubbing it again would turn it into text to escape."""
+        if isinstance(value, Markup):
+            return value
         return self.text(value) if isinstance(value, str) else value

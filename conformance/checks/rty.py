@@ -18,7 +18,20 @@ from conformance.evidence import (
 )
 from fakes.journal import ChatEntry
 
-__all__ = ["JITTER_LOW", "JITTER_HIGH", "MAX_RETRIES", "header", "seconds", "status_of"]
+__all__ = [
+    "JITTER_LOW",
+    "JITTER_HIGH",
+    "MAX_RETRIES",
+    "SERVER_ERRORS",
+    "asked_band",
+    "asked_core",
+    "backoff_band",
+    "backoff_core",
+    "header",
+    "seconds",
+    "status_of",
+    "widened",
+]
 
 # final=True (see registry.py): each FAIL is a retry sent too early, too late, once too often, or
 # one that should not have been sent; "never retried" waits for the turn's end. RTY-08 is left
@@ -42,6 +55,32 @@ def seconds(x: float) -> str:
     return f"{x:.3f}s"
 
 
+def backoff_core(n: int) -> tuple[float, float]:
+    """RTY-03's band for retry ``n`` without Retry-After: its nominal backoff x the jitter."""
+    nom = nominal_backoff(n)
+    return nom * JITTER_LOW, nom * JITTER_HIGH
+
+
+def asked_core(asked_s: float) -> tuple[float, float]:
+    """RTY-01/02/13's band after a server-asked wait: the wait, up to a quarter more."""
+    return asked_s, asked_s * JITTER_HIGH
+
+
+def widened(ev: Evidence, core: tuple[float, float]) -> tuple[float, float]:
+    """A band as judged: widened by the scheduling slack, early and late."""
+    return core[0] - ev.slack, core[1] + ev.late_slack
+
+
+def backoff_band(ev: Evidence, n: int) -> tuple[float, float]:
+    """The nominal seconds retry ``n`` may wait without Retry-After, as RTY-03 judges it."""
+    return widened(ev, backoff_core(n))
+
+
+def asked_band(ev: Evidence, asked_s: float) -> tuple[float, float]:
+    """The nominal seconds the attempt after a server-asked wait may wait, as judged."""
+    return widened(ev, asked_core(asked_s))
+
+
 def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Finding:
     """Every retry after a failure with one of ``statuses`` and no Retry-After waited within the
     jitter band of its nominal backoff delay."""
@@ -56,7 +95,7 @@ def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Findi
         if status_of(r.failed) not in statuses or asked_wait(r.failed) is not None:
             continue
         nom = nominal_backoff(r.n)
-        lo, hi = nom * JITTER_LOW - ev.slack, nom * JITTER_HIGH + ev.late_slack
+        lo, hi = backoff_band(ev, r.n)
         judged.append(f"retry {r.n}: {seconds(r.wait)} (nominal {nom}s)")
         if not lo <= r.wait <= hi:
             return failed(
@@ -98,7 +137,7 @@ def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
         if asked is None or asked[1] != kind:
             continue
         s = asked[0]
-        lo, hi = s - ev.slack, s * JITTER_HIGH + ev.late_slack
+        lo, hi = asked_band(ev, s)
         judged.append(f"asked {s:.3f}s, waited {seconds(r.wait)}")
         if not lo <= r.wait <= hi:
             return failed(
