@@ -4,11 +4,11 @@ Theory of operation: libfaketime speeds up an agent's clocks and sleeps, not its
 wait on the wire is then the agent's wait at the fast clock plus the real time the agent spent
 between the failure and the next request; at speed N that time weighs N times as much in the
 agent's seconds. Before its first scenario in a process, an agent whose profile asks for a warp
-runs :data:`SCENARIO`: four 429s asking ``Retry-After`` waits of 1, 3, 1 and 3 seconds (every
+runs :data:`SCENARIO`: four 429s asking ``Retry-After`` waits of 1, 4, 1 and 4 seconds (every
 agent certified so far honours a whole-second ``Retry-After``), then a reply. From the four waits
 measured:
 
-- the effective speed, from the difference of the 3 s and the 1 s waits (the agent's own time
+- the effective speed, from the difference of the 4 s and the 1 s waits (the agent's own time
   cancels out): a warp whose effective speed is off by more than :data:`SPEED_BOUND` is refused;
 - the overhead of each wait (measured less asked/N): its mean is taken off every wait the checks
   judge, and its spread (largest less smallest) widens their slack. A speed whose spread, in the
@@ -33,7 +33,7 @@ from fakes import Scenario
 
 __all__ = ["ASKED_S", "SCENARIO", "SPEED_BOUND", "SPREAD_LIMIT_S", "Calibration", "calibrate"]
 
-ASKED_S = (1, 3, 1, 3)
+ASKED_S = (1, 4, 1, 4)
 SPEED_BOUND = 0.25
 SPREAD_LIMIT_S = 0.2
 

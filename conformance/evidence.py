@@ -104,7 +104,8 @@ def asked_wait(entry: Entry) -> tuple[float, str] | None:
     """The wait the server asked for, in nominal seconds, and the header that asked.
 
     ``retry-after-ms`` is preferred over ``retry-after``; an HTTP-date is measured from the
-    wall-clock moment the headers were written (``response.t_wall_headers``).
+    wall-clock moment the headers were written (``response.t_wall_headers``; in the agent's
+    clock, ``t_agent_wall_headers``, when it ran on a fast one).
     """
     ms = _header(entry, "retry-after-ms")
     if ms is not None:
@@ -119,7 +120,9 @@ def asked_wait(entry: Entry) -> tuple[float, str] | None:
         return float(ra), "retry-after"
     except ValueError:
         pass
-    wall = response_of(entry).get("t_wall_headers")
+    resp = response_of(entry)
+    # In the agent's clock when it ran on a fast one: the date was rendered in that clock.
+    wall = resp.get("t_agent_wall_headers", resp.get("t_wall_headers"))
     try:
         when = parsedate_to_datetime(ra).timestamp()
     except (TypeError, ValueError):

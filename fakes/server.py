@@ -363,7 +363,8 @@ class GatewayApp:
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
         e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
-        return await self._execute(request, plan, e, st.time_scale, clock=st.agent_time)
+        clock = st.agent_time if st.agent_clock is not None else float
+        return await self._execute(request, plan, e, st.time_scale, clock=clock)
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         st = self._session(request)
@@ -486,7 +487,10 @@ class GatewayApp:
         parts: list[bytes] = []
         try:
             await resp.prepare(request)
-            r["t_headers_ns"], r["t_wall_headers"] = time.monotonic_ns(), time.time()
+            wall = time.time()
+            r["t_headers_ns"], r["t_wall_headers"] = time.monotonic_ns(), wall
+            if clock is not float:  # an agent on a fast clock: the same moment in its clock
+                r["t_agent_wall_headers"] = clock(wall)
             r["headers"] = redact_headers(resp.headers)
             # Counters live in locals and reach the journal before every wait and at the end:
             # the journal is exact whenever another task can read it, at a fraction of the cost.
