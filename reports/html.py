@@ -133,11 +133,26 @@ def _scenario_view(agent: AgentView, cited: dict[str, Any], cid: str) -> dict[st
         "file": sc.get("file"),
         "error": sc.get("error"),
         "rerun": sc.get("rerun"),
+        "clock": _clock(sc.get("clock")),
         "timeline": _timeline(entries, t0),
         "entries": entry_rows,
         "events": ev_rows,
         "agent_log": sc.get("agent_log"),
     }
+
+
+def _clock(clock: Any) -> str | None:
+    """One line on the clock a scenario ran on (an agent on a fast clock), or None."""
+    if not isinstance(clock, dict):
+        return None
+    note = str(clock.get("note") or "")
+    if clock.get("time_warp") is None:
+        return f"real time; {note}" if note else "real time"
+    return (
+        f"time warp x{clock['time_warp']:g} (effective x{clock.get('effective_speed')}); "
+        f"overhead {clock.get('overhead_ms')} ms, spread {clock.get('spread_ms')} ms real per "
+        f"wait; {clock.get('judged') or ''}"
+    )
 
 
 def _common(report: Report) -> dict[str, Any]:
