@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from conformance.adapters.reference import ReferenceAdapter  # noqa: E402
 from conformance.reference.agent import Behaviours  # noqa: E402
 from conformance.runner import DEFAULT_TIME_SCALE, run_suite  # noqa: E402
-from conformance.timing import calibrate  # noqa: E402
+from conformance.timing import measure  # noqa: E402
 from conformance.verdicts import SEVERITY  # noqa: E402
 from fakes import load_scenarios  # noqa: E402
 from fakes.remote import GatewayProcess  # noqa: E402
@@ -44,7 +44,7 @@ def main() -> int:
     switches = args.switch or [f.name for f in dataclasses.fields(Behaviours)]
     scenarios = load_scenarios(ROOT)
     with GatewayProcess.running() as gw:  # as `conformance run` does, timing measured
-        timing = calibrate(gw)
+        timing = measure(gw)
         t0 = time.monotonic()
         healthy = verdicts(gw, ReferenceAdapter(), scenarios, args.time_scale, timing)
         took = time.monotonic() - t0

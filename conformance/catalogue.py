@@ -12,6 +12,10 @@ data); this module reads and validates them once, at import. A row's fields:
   in; run in another, it is INFORMATIONAL. The file says why next to the list.
 - ``numbers`` (optional): the criterion's own numbers (a retry budget, a cap, a band), by name;
   its check reads them from here (``by_id("RTY-04").numbers["retries"]``), not from a literal.
+- ``timing`` (optional, false when absent): the verdict rests on how long the agent waited,
+  measured on the wire (a wait against its band, a recovery before a silence ends). An agent on
+  a fast clock whose own timing is too loose runs the scenarios of such criteria in real time
+  (``conformance.calibration``).
 
 Which criteria have a check, and which are judged on every run or on a run cut short, is
 declared next to the checks (``conformance.checks.registry``), not here.
@@ -53,7 +57,7 @@ _AREA_ORDER = (
 
 _ID = re.compile(r"^([A-Z]{3})-\d{2}$")
 _REQUIRED = ("id", "level", "title", "text", "source")
-_OPTIONAL = ("capability", "dialects", "numbers")
+_OPTIONAL = ("capability", "dialects", "numbers", "timing")
 
 
 class CatalogueError(ConformanceError, ValueError):
@@ -82,8 +86,14 @@ class Criterion:
         """
         return _NUMBERS.get(self.id, _NO_NUMBERS)
 
+    @property
+    def timing(self) -> bool:
+        """Whether the verdict rests on waits measured on the wire (not a field, as numbers)."""
+        return self.id in _TIMING
+
 
 _NUMBERS: dict[str, Mapping[str, float]] = {}
+_TIMING: set[str] = set()
 _NO_NUMBERS: Mapping[str, float] = MappingProxyType({})
 
 
@@ -123,6 +133,8 @@ def _criterion(area: str, row: Any, where: str) -> tuple[Criterion, Mapping[str,
         for k, v in numbers.items()
     ):
         raise CatalogueError(f"{where}: numbers {numbers!r} are not a mapping of name to number")
+    if not isinstance(row.get("timing", False), bool):
+        raise CatalogueError(f"{where}: timing {row['timing']!r} is not true or false")
     criterion = Criterion(
         id=cid,
         level=row["level"],
@@ -164,6 +176,8 @@ def _load() -> tuple[dict[str, str], tuple[Criterion, ...]]:
             rows.append(criterion)
             if numbers:
                 _NUMBERS[criterion.id] = numbers
+            if row.get("timing"):
+                _TIMING.add(criterion.id)
     seen: set[str] = set()
     for c in rows:
         if c.id in seen:

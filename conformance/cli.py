@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser(
         "report",
         help="render saved results into HTML, JUnit XML and Markdown",
-        description="Render one or more results JSON files (several: agents side by side).",
+        description="Render one or more results JSON files (several: agents side by side; the shards "
+        "of one run, conformance run --shard K/N, merged into that run).",
         add_help=False,
     )
     rep.add_argument("rest", nargs=argparse.REMAINDER)
@@ -151,7 +152,8 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
         scenarios = session.load_scenarios()
         session.open_agents(greet=True)
         with sigterm_as_interrupt():
-            if settings.processes > 1 or settings.keyword:
+            # (A part of a sharded run may hold no scenario: nothing for pytest to collect.)
+            if (settings.processes > 1 or settings.keyword) and scenarios:
                 # Through pytest: its -k selection and pytest-xdist's processes, same judging.
                 from conformance.plugin import run_in_pytest
 
@@ -168,7 +170,8 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
         return gate.status
     verdicts = [c["verdict"] for a in doc["agents"] for c in a["criteria"].values()]
     counts = {v: verdicts.count(v) for v in sorted(set(verdicts))}
-    print(", ".join(f"{n} {v}" for v, n in counts.items()) + f"; report: {session.report}")
+    said = ", ".join(f"{n} {v}" for v, n in counts.items()) or "no scenario in this part"
+    print(f"{said}; report: {session.report}")
     if session.interrupted:
         if settings.update_expectations:
             print("conformance: interrupted, expectations not updated", file=sys.stderr)
@@ -182,7 +185,38 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
             print(f"regression: {f.describe()}", file=sys.stderr)
     for line in gate.certify:
         print(f"certify: {line}", file=sys.stderr)
+    if settings.certify and settings.shard is not None:
+        print(
+            "certify: one shard cannot tell which MUST criteria the run judged: certify the "
+            "merged results with `conformance report --certify`",
+            file=sys.stderr,
+        )
     return gate.status
+
+
+def _cmd_report(words: list[str]) -> int:
+    """The reports package's command line, plus certification of the merged results."""
+    from reports.cli import build_parser as report_parser
+    from reports.cli import run as render_report
+
+    parser = report_parser(prog="conformance report")
+    parser.add_argument(
+        "--certify",
+        action="store_true",
+        help="exit 1 when a guarded agent tried an outside connection, a shard of a run is "
+        "missing, or a MUST criterion that applies was judged by no scenario (as conformance "
+        "run --certify, on the merged shards)",
+    )
+    args = parser.parse_args(words)
+    status, docs = render_report(args)
+    if status or not args.certify:
+        return status
+    from conformance.session import EXIT_REGRESSION, certify_problems
+
+    problems = [line for doc in docs for line in certify_problems(doc)]
+    for line in problems:
+        print(f"certify: {line}", file=sys.stderr)
+    return EXIT_REGRESSION if problems else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,10 +231,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return probe_main(words[1:])
     if words[:1] == ["report"]:
-        # One implementation of the report CLI: the reports package's own.
-        from reports.cli import main as report_main
-
-        return report_main(words[1:])
+        return _cmd_report(words[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "list":
@@ -208,10 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         return _cmd_run(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "report":
-        # One implementation of the report CLI: the reports package's own.
-        from reports.cli import main as report_main
-
-        return report_main(args.rest)
+        return _cmd_report(args.rest)
     parser.print_help()
     return 0
 

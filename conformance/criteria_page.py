@@ -28,15 +28,17 @@ def as_markdown() -> str:
         "criteria marked *final* in the column *cut short* are judged, on what the wire already "
         "shows: a violation of theirs (one attempt too many, a request that must not be sent) "
         "stands whatever would have come after. The others, which need the end of the turn, "
-        "stay TIMEOUT or ERROR.",
+        "stay TIMEOUT or ERROR. A criterion marked *timing* rests on waits measured on the "
+        "wire: an agent run on a fast clock whose own time between attempts is too uneven runs "
+        "its scenarios in real time (docs/agents/README.md, time warp).",
     ]
     for area, name in AREAS.items():
         out += [
             "",
             f"## {area}: {name}",
             "",
-            "| ID | level | capability | dialects | cut short | criterion | source |",
-            "|---|---|---|---|---|---|---|",
+            "| ID | level | capability | dialects | cut short | timing | criterion | source |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for c in CATALOGUE:
             if c.area == area:
@@ -44,7 +46,8 @@ def as_markdown() -> str:
                 only = "all" if c.dialects == DIALECTS else ", ".join(f"`{d}`" for d in c.dialects)
                 final = "final" if c.id in FINAL_ON_PARTIAL else "-"
                 out.append(
-                    f"| {c.id} | {c.level} | {c.capability or '-'} | {only} | {final} | {text} "
+                    f"| {c.id} | {c.level} | {c.capability or '-'} | {only} | {final} "
+                    f"| {'timing' if c.timing else '-'} | {text} "
                     f"| {c.source} |"
                 )
     return "\n".join(out) + "\n"

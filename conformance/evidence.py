@@ -106,7 +106,8 @@ def asked_wait(entry: Entry) -> tuple[float, str] | None:
     """The wait the server asked for, in nominal seconds, and the header that asked.
 
     ``retry-after-ms`` is preferred over ``retry-after``; an HTTP-date is measured from the
-    wall-clock moment the headers were written (``response.t_wall_headers``).
+    wall-clock moment the headers were written (``response.t_wall_headers``; in the agent's
+    clock, ``t_agent_wall_headers``, when it ran on a fast one).
     """
     ms = _header(entry, "retry-after-ms")
     if ms is not None:
@@ -121,7 +122,9 @@ def asked_wait(entry: Entry) -> tuple[float, str] | None:
         return float(ra), "retry-after"
     except ValueError:
         pass
-    wall = response_of(entry).get("t_wall_headers")
+    resp = response_of(entry)
+    # In the agent's clock when it ran on a fast one: the date was rendered in that clock.
+    wall = resp.get("t_agent_wall_headers", resp.get("t_wall_headers"))
     try:
         when = parsedate_to_datetime(ra).timestamp()
     except (TypeError, ValueError):
@@ -156,6 +159,12 @@ class Evidence:
     agent_log: str = ""
     # The run's timing allowances (measured at its start; the floors when nothing was measured).
     timing: Timing = DEFAULT_TIMING
+    # An agent on a fast clock (conformance.adapters.warp): its own work between two attempts
+    # is not sped up, so each wait on the wire carries that much real time more, which the
+    # calibration measured (mean and spread, real seconds). Waits are judged with the mean
+    # taken off and the slack widened by the spread.
+    overhead_s: float = 0.0
+    overhead_spread_s: float = 0.0
     # The journal as recorded (what was on the wire); ``journal`` is its chat-completions view.
     raw_journal: Journal = field(init=False, repr=False)
 
@@ -173,12 +182,12 @@ class Evidence:
     @property
     def slack(self) -> float:
         """The per-attempt scheduling slack in nominal seconds."""
-        return self.timing.early_slack_s / self.time_scale
+        return (self.timing.early_slack_s + self.overhead_spread_s) / self.time_scale
 
     @property
     def late_slack(self) -> float:
         """How late an attempt may be, beyond its upper bound, in nominal seconds."""
-        return self.timing.late_slack_s / self.time_scale
+        return (self.timing.late_slack_s + self.overhead_spread_s) / self.time_scale
 
     def chat(self) -> list[ChatEntry]:
         """Chat attempts in arrival order: every request the agent sent is evidence, those
@@ -209,8 +218,10 @@ class Evidence:
         return int(entry.get("t_arrival_ns", 0))
 
     def gap(self, before: Entry, after: Entry) -> float:
-        """Nominal seconds from the end of ``before``'s response to ``after``'s arrival."""
-        return (int(after["t_arrival_ns"]) - self.end_ns(before)) / 1e9 / self.time_scale
+        """Nominal seconds from the end of ``before``'s response to ``after``'s arrival (less a
+        fast-clock agent's measured overhead)."""
+        real = (int(after["t_arrival_ns"]) - self.end_ns(before)) / 1e9 - self.overhead_s
+        return real / self.time_scale
 
     def runs(self, stream: bool) -> list[list[ChatEntry]]:
         """Retry runs of one mode: consecutive attempts, each after a failure of the previous."""

@@ -33,6 +33,7 @@ __all__ = [
     "add_cli_arguments",
     "flag",
     "add_pytest_options",
+    "parse_shard",
     "plugin_words",
     "settings_from_cli",
     "settings_from_pytest",
@@ -84,6 +85,18 @@ class RunOption:
 def _option(default: Any, help: str, **row: Any) -> Any:
     """A RunSettings field that is an option (its name is the field's)."""
     return field(default=default, metadata={_KEY: RunOption("", help, default, **row)})
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``K/N`` with 1 <= K <= N, as (K, N); argparse reports the error with the flag."""
+    k, sep, n = text.partition("/")
+    try:
+        shard = (int(k), int(n)) if sep else None
+    except ValueError:
+        shard = None
+    if shard is None or not 1 <= shard[0] <= shard[1]:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected K/N with 1 <= K <= N, e.g. 2/4")
+    return shard
 
 
 @dataclass(frozen=True)
@@ -209,6 +222,14 @@ class RunSettings:
         "this run, keeping existing reasons",
         action="store_true",
         cli=flag("--update-expectations"),
+    )
+    shard: tuple[int, int] | None = _option(
+        None,
+        "run only part K of N of the selected scenarios: the scenarios sorted by id, every N-th "
+        "from the K-th; `conformance report` merges the parts' results into the whole run's",
+        type=parse_shard,
+        metavar="K/N",
+        cli=flag("--shard"),  # under pytest, the paths it is given are the selection
     )
     junit: Path | None = _option(
         None,

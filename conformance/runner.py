@@ -28,9 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from conformance import __version__
-from conformance.adapters.base import Adapter, RunOutcome, RunRequest, redact, redact_obj
+from conformance.adapters.interface import (
+    Adapter,
+    RunOutcome,
+    RunRequest,
+    redact,
+    redact_obj,
+    run_time_scale,
+)
 from conformance.catalogue import CATALOGUE, by_id
 from conformance.checks import FINAL_ON_PARTIAL, INVARIANTS, run_check
+from conformance.checks.waits import retry_waits
 from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
 from conformance.evidence import Evidence
 from conformance.timing import DEFAULT_TIMING, Timing
@@ -202,7 +210,8 @@ def run_scenario(
     """Run one scenario in ``dialect``; return its results entry and {criterion id: scenario
     verdict entry}. Timing checks judge with ``timing``'s allowances (``conformance.timing``)."""
     caps = adapter.capabilities()
-    scale = time_scale if "time_scale" in caps else 1.0
+    on_timing = any(by_id(c).timing for c in scenario.criteria)
+    scale = run_time_scale(adapter, time_scale, on_timing)
     needed = set(scenario.capabilities)
     speaks = dialect_capability(dialect)
     if speaks is not None:
@@ -241,6 +250,7 @@ def run_scenario(
                 ca_file=gateway.ca_file if scenario.tls else None,
                 workdir=workdir,
                 deadline_s=deadline_s(scenario, scale),
+                agent_clock=session.set_agent_clock,
             )
             done = threading.Event()
             watcher = None
@@ -267,6 +277,9 @@ def run_scenario(
         # A turn stopped at its deadline never ended, whatever a cancelled agent wrote as it
         # went down: a turn_end then would read as the agent's own decision to give up.
         events = [e for e in events if e.get("type") != "turn_end"]
+    # An agent on a fast clock: its own time between attempts, measured by the calibration.
+    overhead = getattr(adapter, "overhead", None)
+    over_s, spread_s = overhead(scale) if callable(overhead) else (0.0, 0.0)
     ev = Evidence(
         scenario=scenario.raw,
         journal=journal,
@@ -277,6 +290,8 @@ def run_scenario(
         secrets=(api_key,),
         agent_log=outcome.log,
         timing=timing,
+        overhead_s=over_s,
+        overhead_spread_s=spread_s,
     )
     verdicts: dict[str, dict] = {}
     for cid in criteria:
@@ -320,7 +335,12 @@ def run_scenario(
         "events": redact_obj(outcome.events, api_key),
         "agent_log": redact(outcome.log, api_key),
         "error": redact(error, api_key) if error else None,
+        "waits": retry_waits(ev),  # each retry's wait and its band, for the report's timeline
     }
+    clock = getattr(adapter, "clock_info", None)
+    info = clock(scale) if callable(clock) else None
+    if info:
+        entry["clock"] = info
     # Adapters under the loopback guard (shipped:<profile>) report what tried to leave.
     attempts = getattr(adapter, "last_outside_attempts", None) if not missing else None
     if attempts is not None:

@@ -19,6 +19,7 @@ mode, adds the certification problems: the exit status of ``conformance run``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -52,7 +53,7 @@ from conformance.runner import (
     run_scenario,
     run_suite,
 )
-from conformance.timing import DEFAULT_TIMING, Timing, calibrate, run_timing
+from conformance.timing import DEFAULT_TIMING, Timing, measure, run_timing
 from conformance.verify import verified
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ __all__ = [
     "RunInputError",
     "RunSession",
     "ScenarioRun",
+    "certify_problems",
+    "select_shard",
     "sigterm_as_interrupt",
 ]
 
@@ -147,6 +150,13 @@ class RunSession:
         if self.verify < 0:
             flag = settings.flag_of("verify")
             raise RunInputError(f"{flag} must be 0 or more, got {settings.verify}")
+        if settings.shard is not None and settings.update_expectations:
+            # Each part would rewrite the file from its own verdicts only.
+            raise RunInputError(
+                f"{settings.flag_of('update_expectations')} cannot be used with "
+                f"{settings.flag_of('shard')}: update the expectations from an unsharded run"
+            )
+        self.selection: dict | None = None  # run.shard of the results, once sharded
         # --update-expectations writes the default file when none is named.
         self.expectations_path = settings.expectations or (
             DEFAULT_EXPECTATIONS if settings.update_expectations else None
@@ -217,6 +227,8 @@ class RunSession:
                 raise RunInputError(str(exc)) from exc
         if not found:
             raise RunInputError("no scenarios found")
+        if self.settings.shard is not None:
+            found, self.selection = select_shard(found, *self.settings.shard)
         return found
 
     # --- running -------------------------------------------------------------------------------
@@ -229,10 +241,21 @@ class RunSession:
 
             gateway = self._stack.enter_context(GatewayProcess.running())
             process = os.environ.get("PYTEST_XDIST_WORKER", "main")
-            self.timing = calibrate(gateway, process=process)
+            self.timing = measure(gateway, process=process)
             self._calibrations[process] = self.timing.as_dict()
             self._gateway = gateway
         return self._gateway
+
+    def ready(self, adapter: Any) -> None:
+        """Before an agent's first scenario in this process: calibrate its fast clock when it
+        asks for one (conformance.calibration), under this run's own parallelism."""
+        needs = getattr(adapter, "needs_calibration", None)
+        if callable(needs) and needs():
+            from conformance.calibration import calibrate
+
+            calibrate(self.gateway(), adapter, self.settings.dialect)
+            if self.settings.progress:
+                _say(f"[clock] {adapter.name}: {adapter.warp_note}")
 
     def close(self) -> None:
         self._gateway = None
@@ -247,6 +270,7 @@ class RunSession:
         try:
             for agent in self.agents:
                 spec = agent.spec
+                self.ready(agent.adapter)
 
                 def rerun(s: Scenario, spec: str = spec) -> str:
                     return rerun_command(s, spec, dialect)
@@ -277,6 +301,7 @@ class RunSession:
         """Run one scenario with the agent ``label`` (a pytest item's run)."""
         agent = self.agent(label)
         dialect = self.settings.dialect
+        self.ready(agent.adapter)
         gateway = self.gateway()
 
         def once() -> tuple[dict, dict[str, dict]]:
@@ -358,6 +383,8 @@ class RunSession:
             dialect=self.settings.dialect,
             timing=run_timing(list(self._calibrations.values())),
         )
+        if self.selection is not None:
+            doc["run"]["shard"] = dict(self.selection)  # reports.merge joins the parts
         self.document = doc
         path = self.settings.results
         if path is not None:
@@ -392,7 +419,10 @@ class RunSession:
             write_expectations(path, updated_expectations(doc, self.expectations, strict=strict))
             return Gate(EXIT_OK, wrote=path)
         comparison = self.compare()
-        problems = tuple(_certify_problems(doc)) if self.settings.certify else ()
+        # A part of a sharded run cannot tell which MUST criteria the whole run judged: that
+        # is certified once the parts are merged (`conformance report --certify`).
+        coverage = self.settings.shard is None
+        problems = tuple(certify_problems(doc, coverage=coverage)) if self.settings.certify else ()
         failed = comparison.regressions or problems
         return Gate(EXIT_REGRESSION if failed else EXIT_OK, comparison, problems)
 
@@ -402,19 +432,45 @@ class RunSession:
         return self.document
 
 
+def select_shard(scenarios: list[Any], k: int, n: int) -> tuple[list[Any], dict]:
+    """Part ``k`` of ``n`` of ``scenarios`` and the record of it for the results' run.shard.
+
+    The scenarios sorted by id (then file), every n-th from the k-th, kept in the selection's
+    own order: the same selection always splits the same way, whatever order it was named in;
+    the parts are disjoint, cover it, and differ in size by one at most.
+    """
+    ordered = sorted(scenarios, key=lambda s: (s.id, str(s.source)))
+    mine = {id(s) for s in ordered[k - 1 :: n]}
+    ids = "\n".join(s.id for s in ordered)
+    record = {
+        "index": k,
+        "count": n,
+        "selected": len(ordered),
+        "selection": hashlib.sha256(ids.encode()).hexdigest()[:16],
+    }
+    return [s for s in scenarios if id(s) in mine], record
+
+
 def _index(run: ScenarioRun) -> int:
     return run["index"]
 
 
-def _certify_problems(doc: dict) -> list[str]:
-    """Certification mode: outside connection attempts of guarded agents, then per agent the
-    MUST criteria no scenario judged (UNSUPPORTED is reported apart: the report counts it; a
-    certificate states it)."""
-    from conformance.guard import certify_problems
+def certify_problems(doc: dict, *, coverage: bool = True) -> list[str]:
+    """Certification mode: outside connection attempts of guarded agents, then (``coverage``)
+    per agent the shards of its run that are missing and the MUST criteria no scenario judged
+    (UNSUPPORTED is reported apart: the report counts it; a certificate states it)."""
+    from conformance.guard import certify_problems as outside_attempts
     from reports.model import build_report
 
-    lines = certify_problems(doc)
+    lines = outside_attempts(doc)
+    if not coverage:
+        return lines
     report = build_report([doc])
+    for agent, missing, count in report.incomplete():
+        lines.append(
+            f"{agent.name}: shard(s) {', '.join(map(str, missing))} of {count} missing: the "
+            "scenarios there were not judged"
+        )
     for agent in report.agents:
         unjudged = report.must_unjudged(agent)
         if unjudged:

@@ -40,7 +40,7 @@ __all__ = [
     "NOISE_CAP_S",
     "NOISE_FLOOR_S",
     "Timing",
-    "calibrate",
+    "measure",
     "run_timing",
     "timing_from",
 ]
@@ -85,7 +85,7 @@ def timing_from(harness: dict[str, Any], gateway: dict[str, Any] | None) -> Timi
     return Timing(EARLY_SLACK_S, round(late, 4), round(noise, 4), harness, gateway)
 
 
-def calibrate(gateway: Any, seconds: float = CALIBRATION_S, process: str = "") -> Timing:
+def measure(gateway: Any, seconds: float = CALIBRATION_S, process: str = "") -> Timing:
     """Measure this process's loop and ``gateway``'s at the same time; the allowances. A gateway
     without a measurement of its own (one on a thread of this process) is measured as this
     process."""
@@ -94,7 +94,7 @@ def calibrate(gateway: Any, seconds: float = CALIBRATION_S, process: str = "") -
     def measure_here() -> None:
         found["harness"] = asyncio.run(overshoot(seconds))
 
-    here = threading.Thread(target=measure_here, name="calibrate", daemon=True)
+    here = threading.Thread(target=measure_here, name="measure-timing", daemon=True)
     here.start()
     there = gateway.overshoot(seconds) if hasattr(gateway, "overshoot") else None
     here.join(seconds + 30)

@@ -50,6 +50,17 @@ class Session:
             time.sleep(0.002)
         return True
 
+    def set_agent_clock(self, origin: float, speed: float) -> None:
+        """The agent runs on a clock ``speed`` times as fast as the real one from real wall time
+        ``origin``: the HTTP-dates this session renders are in that clock."""
+        if not speed > 0:
+            raise ValueError(f"agent clock speed must be > 0, got {speed!r}")
+
+        def put() -> None:
+            self._gw.app.sessions[self.id].agent_clock = (float(origin), float(speed))
+
+        self._gw._call(put)
+
     def wait_for(self, pred: Callable[[Journal], bool], timeout: float = 2.0) -> Journal:
         """Poll the journal until ``pred(journal)`` is true; raise FakesError on timeout."""
         end = time.monotonic() + timeout

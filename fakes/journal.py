@@ -54,6 +54,9 @@ class Response(TypedDict, total=False):
     cut_at_byte: int | None  # None when not cut
     t_headers_ns: int | None  # time.monotonic_ns() when the headers went out
     t_wall_headers: float | None  # time.time() then, for an HTTP-date Retry-After
+    # The same moment in the agent's own clock, for an agent on a fast clock (its HTTP-dates
+    # are rendered in that clock); absent otherwise.
+    t_agent_wall_headers: NotRequired[float]
     t_end_ns: int | None  # when the connection ended (or the client left); None while it lasts
     end: End
 

@@ -63,6 +63,14 @@ class RemoteSession:
         path = f"/_control/sessions/{quote(self.id)}/headers/{int(step)}?timeout={timeout:g}"
         return bool(self._gw.call("GET", path)["sent"])
 
+    def set_agent_clock(self, origin: float, speed: float) -> None:
+        """The agent runs on a clock ``speed`` times as fast as the real one from real wall time
+        ``origin``: the HTTP-dates this session renders are in that clock."""
+        if not speed > 0:
+            raise ValueError(f"agent clock speed must be > 0, got {speed!r}")
+        path = f"/_control/sessions/{quote(self.id)}/agent_clock"
+        self._gw.call("PUT", path, {"origin": float(origin), "speed": float(speed)})
+
     def wait_for(self, pred: Callable[[Journal], bool], timeout: float = 2.0) -> Journal:
         """Poll the journal until ``pred(journal)`` is true; raise FakesError on timeout."""
         end = time.monotonic() + timeout

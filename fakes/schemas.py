@@ -2,8 +2,8 @@
 
 Two things in the schemas are not written by hand: the fault part of ``scenarios/schema.json``
 (``$defs.fault``, from the fault classes of ``fakes.faults``) and every enum of wire dialect names
-(from the registry of ``fakes.dialects``), in the scenario schema and in the adapter protocol's
-``start`` message. ``python -m fakes write-schema`` rewrites the scenario schema;
+(from the registry of ``fakes.dialects``), in the scenario schema, in the adapter protocol's
+``start`` message and in the probe report. ``python -m fakes write-schema`` rewrites the scenario schema;
 ``python scripts/write_schemas.py`` rewrites every committed schema; tests hold each file equal to
 what :func:`generated` makes of it.
 """

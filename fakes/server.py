@@ -21,6 +21,7 @@ import socket
 import ssl
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, cast, overload
 
@@ -86,6 +87,7 @@ class GatewayApp:
         r.add_get("/_control/sessions/{sid}/journal", self._journal)
         r.add_delete("/_control/sessions/{sid}", self._drop)
         r.add_get("/_control/sessions/{sid}/headers/{step}", self._headers_out)
+        r.add_put("/_control/sessions/{sid}/agent_clock", self._agent_clock)
         r.add_get("/_control/calibrate", self._calibrate)
         for d in REGISTRY.values():  # one endpoint per dialect (Anthropic's takes ?beta=true too)
             r.add_post("/s/{sid}" + d.PATH, functools.partial(self._chat, dialect=d.NAME))
@@ -248,6 +250,22 @@ class GatewayApp:
         except ValueError:
             return _err(400, "step must be an integer and timeout a number of seconds")
         return web.json_response({"sent": await st.wait_headers(step, timeout)})
+
+    async def _agent_clock(self, request: web.Request) -> web.Response:
+        """The session's agent runs on a fast clock: body ``{"origin", "speed"}`` (real wall
+        time it started from, its speed); HTTP-dates are then rendered in that clock."""
+        st = self.sessions.get(request.match_info["sid"])
+        if st is None:
+            return _err(404, f"unknown session {request.match_info['sid']!r}")
+        try:
+            data = await request.json()
+            origin, speed = float(data["origin"]), float(data["speed"])
+        except (ValueError, KeyError, TypeError) as e:
+            return _err(400, f"agent clock: a JSON body {{origin, speed}} of numbers: {e}")
+        if not speed > 0:
+            return _err(400, f"agent clock speed must be > 0, got {speed!r}")
+        st.agent_clock = (origin, speed)
+        return web.json_response({"origin": origin, "speed": speed})
 
     async def _calibrate(self, request: web.Request) -> web.Response:
         """Timer overshoot of this gateway's event loop over ``?seconds=`` (at most 2)."""
@@ -463,6 +481,8 @@ class GatewayApp:
         self, request: web.Request, plan: Plan, e: ChatEntry, st: SessionState
     ) -> web.StreamResponse:
         scale = st.time_scale
+        # An agent on a fast clock: HTTP-dates are rendered, and recorded, in its clock.
+        clock: Callable[[float], float] = st.agent_time if st.agent_clock is not None else float
         r: ResponseRecord = {
             "status": plan.status,
             "headers": {},
@@ -494,8 +514,9 @@ class GatewayApp:
             r["status"] = plan.status
         headers = dict(plan.headers)
         if plan.retry_after_date is not None:
+            # In the agent's clock: an agent on a fast clock reads the date against its own.
             headers["Retry-After"] = email.utils.formatdate(
-                time.time() + plan.retry_after_date, usegmt=True
+                clock(time.time()) + plan.retry_after_date, usegmt=True
             )
         resp = web.StreamResponse(status=plan.status, headers=headers)
         if plan.stream:
@@ -505,7 +526,10 @@ class GatewayApp:
         parts: list[bytes] = []
         try:
             await resp.prepare(request)
-            r["t_headers_ns"], r["t_wall_headers"] = time.monotonic_ns(), time.time()
+            wall = time.time()
+            r["t_headers_ns"], r["t_wall_headers"] = time.monotonic_ns(), wall
+            if clock is not float:  # an agent on a fast clock: the same moment in its clock
+                r["t_agent_wall_headers"] = clock(wall)
             r["headers"] = redact_headers(resp.headers)
             st.headers_sent()
             # Counters live in locals and reach the journal before every wait and at the end:

@@ -17,7 +17,16 @@ __all__ = ["SessionState", "select_step", "redact_headers", "REDACTED", "SECRET_
 REDACTED = "[REDACTED]"
 # The headers that carry credentials, by lower-cased name: the harness's one list (the probe
 # reads it; `reports`, which may import nothing of ours, keeps a copy a test holds equal).
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "api-key"})
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "proxy-authorization",
+        "api-key",  # Azure OpenAI
+        "cf-aig-authorization",  # Cloudflare AI Gateway
+        "x-portkey-api-key",  # Portkey
+    }
+)
 
 
 def redact_headers(headers: Any) -> dict[str, str]:
@@ -66,6 +75,9 @@ class SessionState:
     tool_cursor: dict[str, int] = field(default_factory=dict)
     entries: list[Entry] = field(default_factory=list)
     refused: RefusingPort | None = None  # when the scenario refuses connections
+    # The agent's own wall clock when it runs on a fast one (libfaketime): (the real wall time
+    # it started from, its speed); HTTP-dates the session renders are in that clock.
+    agent_clock: tuple[float, float] | None = None
     # Set (and replaced) whenever a response's headers go out: wakes wait_headers.
     _headers_out: asyncio.Event = field(
         default_factory=asyncio.Event, init=False, repr=False, compare=False
@@ -99,6 +111,13 @@ class SessionState:
             except TimeoutError:
                 return self.headers_out(step)
         return True
+
+    def agent_time(self, wall: float) -> float:
+        """The agent's wall clock at real wall time ``wall`` (the same clock without a warp)."""
+        if self.agent_clock is None:
+            return wall
+        origin, speed = self.agent_clock
+        return origin + (wall - origin) * speed
 
     def take_step(self, req: dict[str, Any]) -> tuple[Step | None, bool]:
         """The step serving ``req`` and whether it serves as ``otherwise`` (contracts §5)."""

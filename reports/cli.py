@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from reports.errors import ResultsError
+from reports.merge import merge_shards
 from reports.render import render
 from reports.schema import validate_results
 
-__all__ = ["load_results", "main"]
+__all__ = ["build_parser", "load_results", "main", "run"]
 
 
 def load_results(path: Path) -> dict:
@@ -28,9 +29,14 @@ def load_results(path: Path) -> dict:
     return doc
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Render a report; exit 0 on success, 2 on bad input."""
-    p = argparse.ArgumentParser(prog="python -m reports", description=__doc__)
+def build_parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
+    """The report command line (``conformance report`` adds its own options to it)."""
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Render results JSON files into HTML, JUnit XML and Markdown. Several "
+        "files: agents side by side; the shards of one run (conformance run --shard K/N) are "
+        "merged into that run.",
+    )
     p.add_argument("results", nargs="+", type=Path, help="results JSON file(s)")
     p.add_argument("--out", required=True, type=Path, help="output directory (replaced)")
     p.add_argument(
@@ -40,13 +46,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="VAR",
         help="environment variable whose value must be redacted (repeatable)",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def run(args: argparse.Namespace) -> tuple[int, list[dict]]:
+    """Render the report ``args`` ask for; return the exit status (0 rendered, 2 bad input)
+    and the results documents rendered, shards merged."""
     secrets = [os.environ[v] for v in args.secret_env if os.environ.get(v)]
     try:
-        docs = [load_results(path) for path in args.results]
+        docs = merge_shards(
+            [load_results(path) for path in args.results], [str(p) for p in args.results]
+        )
         index = render(docs, args.out, secrets=secrets)
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return 2, []
     print(index)
-    return 0
+    return 0, docs
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Render a report; exit 0 on success, 2 on bad input."""
+    return run(build_parser().parse_args(argv))[0]

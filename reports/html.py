@@ -16,6 +16,7 @@ from typing import Any
 import jinja2
 
 from reports.model import VERDICTS, AgentView, Report
+from reports.pictures import matrix, timeline
 from reports.redact import Redactor
 
 __all__ = ["environment", "render_html"]
@@ -100,6 +101,8 @@ def _scenario_view(agent: AgentView, cited: dict[str, Any], cid: str) -> dict[st
     for e in entries:
         entry_rows.append(
             {
+                # Keys the schema leaves optional, for the strict templates.
+                **dict.fromkeys(("method", "path", "fault", "body_error", "harness_error")),
                 **e,
                 "tool": e.get("tool"),
                 "headers_json": _pretty(e.get("headers") or {}),
@@ -108,9 +111,19 @@ def _scenario_view(agent: AgentView, cited: dict[str, Any], cid: str) -> dict[st
                 "response": e.get("response"),
             }
         )
+    anchor = f"{_anchor(agent.name)}--{_anchor(cited['id'])}"
+    picture = timeline(
+        entries,
+        sc.get("waits") or [],
+        t0=min((e["t_arrival_ns"] for e in entries), default=None),
+        time_scale=journal.get("time_scale") or agent.run.get("time_scale"),
+        anchor=anchor,
+        title=f"Timeline of scenario {cited['id']} ({agent.name})",
+    )
     return {
         "id": cited["id"],
-        "anchor": f"{_anchor(agent.name)}--{_anchor(cited['id'])}",
+        "anchor": anchor,
+        "picture": picture,
         "verdict": cited["verdict"],
         "expected": cited.get("expected"),
         "observed": cited.get("observed"),
@@ -121,6 +134,7 @@ def _scenario_view(agent: AgentView, cited: dict[str, Any], cid: str) -> dict[st
         "file": sc.get("file"),
         "error": sc.get("error"),
         "rerun": sc.get("rerun"),
+        "clock": _clock(sc.get("clock")),
         "timeline": _timeline(entries, t0),
         "entries": entry_rows,
         "events": ev_rows,
@@ -128,8 +142,27 @@ def _scenario_view(agent: AgentView, cited: dict[str, Any], cid: str) -> dict[st
     }
 
 
+def _clock(clock: Any) -> str | None:
+    """One line on the clock a scenario ran on (an agent on a fast clock), or None."""
+    if not isinstance(clock, dict):
+        return None
+    note = str(clock.get("note") or "")
+    if clock.get("time_warp") is None:
+        return f"real time; {note}" if note else "real time"
+    return (
+        f"time warp x{clock['time_warp']:g} (effective x{clock.get('effective_speed')}); "
+        f"overhead {clock.get('overhead_ms')} ms, spread {clock.get('spread_ms')} ms real per "
+        f"wait; {clock.get('judged') or ''}"
+    )
+
+
 def _common(report: Report) -> dict[str, Any]:
-    return {"interrupted": report.interrupted, "agents": report.agents, "runs": report.runs}
+    return {
+        "interrupted": report.interrupted,
+        "incomplete": report.incomplete(),
+        "agents": report.agents,
+        "runs": report.runs,
+    }
 
 
 def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
@@ -144,6 +177,7 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
             must_unsupported={a.name: report.must_unsupported(a) for a in report.agents},
             must_unjudged={a.name: report.must_unjudged(a) for a in report.agents},
             areas=report.areas(),
+            matrix=matrix(report, _anchor),
         ),
         encoding="utf-8",
     )
@@ -151,7 +185,7 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
     crit_dir.mkdir(exist_ok=True)
     page = env.get_template("criterion.html.j2")
     for c in report.catalogue:
-        per_agent = []
+        per_agent: list[dict[str, Any]] = []
         for a in report.agents:
             res = a.data["criteria"].get(c["id"])
             per_agent.append(
@@ -164,6 +198,9 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
                     ],
                 }
             )
+        pictures = [s["picture"] for a in per_agent for s in a["scenarios"] if s["picture"]]
+        for later in pictures[1:]:
+            later["legend"] = False  # one legend per page, on its first picture
         (crit_dir / f"{c['id']}.html").write_text(
             page.render(**_common(report), c=c, per_agent=per_agent), encoding="utf-8"
         )

@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reports.merge import merge_shards, missing_shards
+from reports.verdicts import JUDGED, SEVERITY, VERDICTS, worst
+
 __all__ = [
     "VERDICTS",
     "SEVERITY",
@@ -22,19 +25,6 @@ __all__ = [
     "junit_classname",
     "worst",
 ]
-
-VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT")
-# Verdicts that judged the behaviour (the others say why it was not judged).
-JUDGED = ("PASS", "FAIL", "NON-STRICT")
-# Worst first, as in the results contract.
-SEVERITY = ("FAIL", "NON-STRICT", "ERROR", "TIMEOUT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
-
-
-def worst(verdicts: Sequence[str]) -> str:
-    """Return the worst verdict of ``verdicts`` (UNSUPPORTED when empty)."""
-    if not verdicts:
-        return "UNSUPPORTED"
-    return min(verdicts, key=SEVERITY.index)
 
 
 @dataclass
@@ -71,6 +61,16 @@ class Report:
     def interrupted(self) -> bool:
         """True when any merged run was interrupted."""
         return any(r.get("interrupted") for r in self.runs)
+
+    def incomplete(self) -> list[tuple[AgentView, list[int], int]]:
+        """Agents of sharded runs that lack parts: (agent, missing shard numbers, shard count)."""
+        out = []
+        for a in self.agents:
+            missing = missing_shards(a.run)
+            if missing:
+                count = (a.run.get("shards") or a.run.get("shard") or {})["count"]
+                out.append((a, missing, count))
+        return out
 
     def areas(self) -> list[tuple[str, list[dict[str, Any]]]]:
         """Catalogue grouped by area, in catalogue order."""
@@ -119,7 +119,9 @@ def _slug(name: str) -> str:
 
 
 def build_report(results: Sequence[dict[str, Any]]) -> Report:
-    """Merge validated results documents into one Report."""
+    """Merge validated results documents into one Report (the shards of a run into one run
+    first: ``reports.merge``)."""
+    results = merge_shards(results)
     catalogue: dict[str, dict[str, Any]] = {}
     agents: list[AgentView] = []
     seen: dict[str, int] = {}

@@ -21,7 +21,7 @@ from reports.redact import Redactor
 
 __all__ = ["PROBE_VERDICTS", "load_probe_schema", "render_probe", "validate_probe"]
 
-PROBE_VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN")
+PROBE_VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN", "NOT_APPLICABLE")
 
 
 @cache
@@ -42,11 +42,27 @@ def validate_probe(doc: Any, *, source: str = "<probe>") -> None:
         raise ResultsError(f"{source}: at {path}: {err.message}{more}")
 
 
+def _keep_vocabulary(doc: dict[str, Any], clean: dict[str, Any]) -> dict[str, Any]:
+    """``clean`` with the probe's own vocabulary put back: the dialect, header and query names,
+    observation ids, titles, verdicts and evidence, exchange names (keys are not scrubbed at
+    all). They come from fixed lists, never from a gateway or a secret; a short secret (a
+    routing header's ``openai``) would otherwise garble them and the written document would not
+    be valid (the same fields as ``conformance.probe.redact.keep_vocabulary``)."""
+    for k in ("dialect", "headers", "query"):
+        if k in doc["probe"]:
+            clean["probe"][k] = doc["probe"][k]
+    for o, c in zip(doc["observations"], clean["observations"], strict=True):
+        c.update({k: o[k] for k in ("id", "title", "verdict", "evidence")})
+    for x, c in zip(doc["exchanges"], clean["exchanges"], strict=True):
+        c["name"] = x["name"]
+    return clean
+
+
 def render_probe(doc: dict[str, Any], out_dir: Path, *, secrets: Sequence[str] = ()) -> Path:
     """Validate ``doc``, write ``probe.json`` and ``probe.html`` into ``out_dir``; return the page."""
     validate_probe(doc)
     red = Redactor(secrets)
-    clean = red.deep(doc)
+    clean = _keep_vocabulary(doc, red.deep(doc, keys=False))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     obs = clean["observations"]

@@ -1,8 +1,8 @@
 """Secret redaction applied to everything before it is rendered.
 
 Theory of operation: the whole results structure is deep-copied with every string scrubbed
-(given secrets, ``Bearer`` tokens) and the values of ``authorization`` / ``x-api-key``
-headers replaced; the template environment also scrubs each value it prints, so strings
+(given secrets, ``Bearer`` tokens) and the values of the credential headers (``SECRET_HEADERS``)
+replaced; the template environment also scrubs each value it prints, so strings
 derived later (pretty JSON, joined text) are covered too.
 """
 
@@ -12,13 +12,26 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from markupsafe import Markup
+
 __all__ = ["MASK", "Redactor"]
 
 MASK = "[REDACTED]"
 # A copy of fakes.session.SECRET_HEADERS (reports imports nothing of ours); a test holds them equal.
-SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "api-key"})
+SECRET_HEADERS = frozenset(
+    {
+        "authorization",
+        "x-api-key",
+        "proxy-authorization",
+        "api-key",  # Azure OpenAI
+        "cf-aig-authorization",  # Cloudflare AI Gateway
+        "x-portkey-api-key",  # Portkey
+    }
+)
 _BEARER = re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+")
-_HEADER_LINE = re.compile(r"(?im)^((?:authorization|x-api-key)\s*:\s*)(.+)$")
+_HEADER_LINE = re.compile(
+    r"(?im)^((?:" + "|".join(sorted(map(re.escape, SECRET_HEADERS))) + r")\s*:\s*)(.+)$"
+)
 
 
 class Redactor:
@@ -35,23 +48,28 @@ class Redactor:
         value = _HEADER_LINE.sub(lambda m: m.group(1) + MASK, value)
         return _BEARER.sub(f"Bearer {MASK}", value)
 
-    def deep(self, value: Any) -> Any:
-        """Return a redacted deep copy of a JSON-like value."""
+    def deep(self, value: Any, *, keys: bool = True) -> Any:
+        """Return a redacted deep copy of a JSON-like value; ``keys=False`` leaves dict keys as
+        they are (a document whose keys are its structure, not data)."""
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
             out = {}
             for k, v in value.items():
-                key = self.text(k) if isinstance(k, str) else k
+                key = self.text(k) if keys and isinstance(k, str) else k
                 if isinstance(k, str) and k.lower() in SECRET_HEADERS and v is not None:
                     out[key] = MASK
                 else:
-                    out[key] = self.deep(v)
+                    out[key] = self.deep(v, keys=keys)
             return out
         if isinstance(value, list | tuple):
-            return [self.deep(v) for v in value]
+            return [self.deep(v, keys=keys) for v in value]
         return value
 
     def __call__(self, value: Any) -> Any:
-        """Jinja ``finalize`` hook: scrub strings, pass everything else through."""
+        """Jinja ``finalize`` hook: scrub strings, pass everything else through. Markup is a
+        macro's output (the pictures), every value of which went through this hook already;
+        scrubbing it again would turn it into text to escape."""
+        if isinstance(value, Markup):
+            return value
         return self.text(value) if isinstance(value, str) else value

@@ -15,23 +15,18 @@ Exit status: the probe's (0 all habits relied on present, 1 some missing, 2 coul
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from gateway_behind import ROOT, free_port, probe_one, scrub_file, stop, upstream, wait_ready
+from gateway_behind import UPSTREAMS as PERSONALITIES
 
-from conformance import probe  # noqa: E402
-from fakes import Gateway, Scenario, load_scenario  # noqa: E402
+from fakes import Gateway
 
 LITELLM = "litellm[proxy]==1.81.13"
 
@@ -54,46 +49,11 @@ def ensure_venv(venv: Path) -> Path:
     return exe
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_ready(url: str, proc: subprocess.Popen, timeout: float = 180.0) -> None:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise SystemExit(f"probe_litellm: the proxy exited early with status {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.5)  # a real process starting: polling is the only way to know
-    raise SystemExit(f"probe_litellm: the proxy did not answer {url} within {timeout:.0f}s")
-
-
 # Upstream personalities, one model name each: normal habits, then three ways an upstream
 # stream can die mid-body (reset, clean close without the final chunk, in-band error event).
 UPSTREAMS = {
-    "well-behaved": ("well-behaved", None),
-    "dies-reset": ("litellm-upstream", "reset"),
-    "dies-close": ("litellm-upstream", "close"),
-    "dies-in-band": ("in-band-error", None),
+    k: PERSONALITIES[k] for k in ("well-behaved", "dies-reset", "dies-close", "dies-in-band")
 }
-
-
-def upstream(name: str, mode: str | None) -> Scenario:
-    sc = load_scenario(ROOT / "scenarios" / "gateways" / f"{name}.yaml")
-    if mode is None:
-        return sc
-    raw = copy.deepcopy(sc.raw)
-    for step in raw["script"]:
-        if "cut" in (step.get("fault") or {}):
-            step["fault"]["cut"]["mode"] = mode
-    return Scenario.from_dict(raw)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,41 +107,21 @@ def main(argv: list[str] | None = None) -> int:
             cwd=tmp,
         )
         try:
-            wait_ready(f"http://127.0.0.1:{port}/health/liveliness", proc)
+            wait_ready(f"http://127.0.0.1:{port}/health/liveliness", proc, "probe_litellm")
             for k in UPSTREAMS:
                 print(f"== upstream {k}")
-                rec = out / k / f"litellm-{k}.yaml"
-                args = probe._parser().parse_args(
-                    ["--base-url", f"http://127.0.0.1:{port}/v1", "--model", k]
-                    + ["--out", str(out / k), "--record", str(rec)]
-                    + ["--rate", "5", "--timeout", "30"]
-                )
-                rc, seen = probe.execute(args, master)
-                doc = json.loads((out / k / "probe.json").read_text("utf-8"))
-                # Replay the recording on the fake gateway: the same bytes must come back.
-                replay = gw.create_session(load_scenario(rec))
-                again = {x.name: x for x in probe.Probe(replay.base_url, k, rate=1000).run()}
-                same = [
-                    x.name for x in seen if x.name != "bad-request" and again[x.name].body == x.body
-                ]
-                results[k] = {
-                    "exit": rc,
-                    "verdicts": {o["id"]: o["verdict"] for o in doc["observations"]},
-                    "replayed_byte_for_byte": f"{len(same)} of {len(seen) - 1}",
-                }
-                journal = sessions[k].journal()
-                (out / k / "upstream-journal.json").write_text(
-                    json.dumps(journal, indent=2) + "\n", "utf-8"
+                results[k] = probe_one(
+                    gw,
+                    sessions[k],
+                    ["--base-url", f"http://127.0.0.1:{port}/v1", "--model", k],
+                    master,
+                    out / k,
+                    out / k / f"litellm-{k}.yaml",
                 )
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc)
             log.close()
-    text = (out / "proxy.log").read_text(encoding="utf-8", errors="replace")
-    (out / "proxy.log").write_text(text.replace(master, "[REDACTED]"), encoding="utf-8")
+    scrub_file(out / "proxy.log", [master])
     summary = {"litellm": LITELLM.split("==")[1], "upstreams": results}
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
     print(json.dumps(summary, indent=2))

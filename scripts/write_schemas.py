@@ -14,7 +14,11 @@ sys.path.insert(0, str(ROOT))
 from fakes.schemas import write_schema  # noqa: E402
 
 # Every schema file with a generated part; tests/test_schemas_generated.py reads this list.
-SCHEMAS = ("scenarios/schema.json", "conformance/schemas/protocol/start.json")
+SCHEMAS = (
+    "scenarios/schema.json",
+    "conformance/schemas/protocol/start.json",
+    "reports/schemas/probe.schema.json",
+)
 
 if __name__ == "__main__":
     for name in SCHEMAS:

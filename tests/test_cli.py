@@ -35,7 +35,7 @@ def test_report_bad_input_is_a_clear_error(tmp_path, capsys):
     assert "bad.json" in capsys.readouterr().err
 
 
-def _ci_workflow() -> dict:
+def _ci_workflow(name: str = "conformance") -> dict:
     import re
 
     import yaml
@@ -43,8 +43,8 @@ def _ci_workflow() -> dict:
     text = (Path(__file__).resolve().parents[1] / "docs" / "ci.md").read_text(encoding="utf-8")
     blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, re.S)]
     workflows = [b for b in blocks if isinstance(b, dict) and "jobs" in b]
-    assert len(workflows) == 1, "docs/ci.md: expected one GitHub Actions workflow"
-    return workflows[0]
+    assert {w["name"] for w in workflows} == {"conformance", "certify"}, "docs/ci.md workflows"
+    return next(w for w in workflows if w["name"] == name)
 
 
 def _conformance_commands(workflow: dict) -> list[list[str]]:
@@ -83,7 +83,8 @@ def test_ci_workflow_gate_command_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("conformance-expectations.yaml").write_text("[]\n", encoding="utf-8")
     scenario = Path(__file__).resolve().parents[1] / "scenarios" / "criteria" / "str"
-    words = [w for w in gate if w != "-n" and w != "2"]
+    at = gate.index("-n")
+    words = gate[:at] + gate[at + 2 :]  # without "-n 2"
     words += [
         "-q",
         "--agent",
@@ -119,3 +120,83 @@ def test_bad_process_count_exits_2(capsys):
 def test_an_agent_that_cannot_say_hello_exits_2(capsys):
     assert main(["run", "-q", "--agent", "cmd:false"]) == 2
     assert "cmd:false: no hello line" in capsys.readouterr().err
+
+
+def _expand(line: str, values: dict) -> list[str]:
+    """A workflow's run line with its ``${{ matrix.x(.y) }}`` expressions filled in, split."""
+    import re
+    import shlex
+
+    def value(m: re.Match) -> str:
+        v = values[m.group(1)]
+        return str(v[m.group(2)] if m.group(2) else v)
+
+    return shlex.split(re.sub(r"\$\{\{\s*matrix\.(\w+)(?:\.(\w+))?\s*\}\}", value, line))
+
+
+def test_sharded_workflow_runs_every_part_and_merges_them(tmp_path, monkeypatch, capsys):
+    import fnmatch
+    import itertools
+
+    wf = _ci_workflow("certify")
+    part, report = wf["jobs"]["part"], wf["jobs"]["report"]
+    assert part["strategy"]["fail-fast"] is False
+    assert report["needs"] == "part" and report["if"] == "always()"
+    matrix = part["strategy"]["matrix"]
+    (run_line,) = [
+        s["run"] for s in part["steps"] if str(s.get("run", "")).startswith("conformance")
+    ]
+    (upload,) = [s for s in part["steps"] if str(s.get("uses", "")).startswith("actions/upload")]
+    (download,) = [s for s in report["steps"] if "download-artifact" in str(s.get("uses", ""))]
+    (merge_line,) = [s["run"] for s in report["steps"] if str(s.get("run", "")).startswith("conf")]
+    monkeypatch.chdir(tmp_path)
+    fast = Path(__file__).resolve().parents[1] / "scenarios" / "criteria" / "str"
+    names = set()
+    for agent, shard in itertools.product(matrix["agent"], matrix["shard"]):
+        values = {"agent": agent, "shard": shard}
+        args = build_parser().parse_args(_expand(run_line, values)[1:])
+        assert args.shard == (shard, len(matrix["shard"])) and args.certify
+        assert args.agent == agent["spec"]
+        name = _expand(upload["with"]["name"], values)[0]
+        names.add(name)
+        if agent != matrix["agent"][0]:
+            continue  # one agent's parts are run here; two agents merge apart in test_shard.py
+        # Run it with the reference agent and two fast scenarios instead, where the part's
+        # machine would, and put its results where download-artifact puts each artifact.
+        words = [w if w != agent["spec"] else "reference" for w in _expand(run_line, values)[1:]]
+        words += ["-q", "--scenario", str(fast / "str-09-healthy-stream.yaml")]
+        words += ["--scenario", str(fast / "str-16-empty-message-once.yaml")]
+        machine = tmp_path / "machine" / name
+        machine.mkdir(parents=True)
+        monkeypatch.chdir(machine)
+        assert main(words) == 0
+        dest = tmp_path / download["with"]["path"] / name
+        dest.mkdir(parents=True)
+        (machine / upload["with"]["path"]).rename(dest / "results.json")
+    # One artifact per part and agent, and the download step picks up every one of them.
+    assert len(names) == len(matrix["agent"]) * len(matrix["shard"])
+    pattern = download["with"]["pattern"]
+    assert all(fnmatch.fnmatch(n, pattern) for n in names)
+    monkeypatch.chdir(tmp_path)
+    merge = shlex_split_glob(merge_line)
+    assert merge[:2] == ["conformance", "report"] and "--certify" in merge
+    capsys.readouterr()
+    # Two scenarios judge few MUST criteria: certification fails on those, not on a missing part.
+    assert main(merge[1:]) == 1
+    err = capsys.readouterr().err
+    assert "judged by no scenario" in err and "missing" not in err.replace("judged by no", "")
+    index = (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+    # The four parts are one run of one agent, not four agents side by side.
+    assert 'id="incomplete"' not in index and "reference#2" not in index
+    assert index.count('class="must-unsupported"') == 1
+
+
+def shlex_split_glob(line: str) -> list[str]:
+    """A shell line split into words, its globs expanded as the shell would (sorted)."""
+    import glob
+    import shlex
+
+    out = []
+    for word in shlex.split(line):
+        out += sorted(glob.glob(word)) if any(c in word for c in "*?[") else [word]
+    return out

@@ -16,6 +16,8 @@ import pytest
 
 from conformance import catalogue, runner
 from conformance.adapters import shipped_profile
+from conformance.probe import cli as probe_cli
+from conformance.probe import wire as probe_wire
 from fakes import plan, schemas
 from fakes.dialects import NAMES, REGISTRY
 
@@ -62,6 +64,7 @@ def test_every_schema_with_a_dialect_enum_is_generated() -> None:
     files = [
         ROOT / "scenarios/schema.json",
         *sorted((ROOT / "conformance/schemas").rglob("*.json")),
+        ROOT / "reports/schemas/probe.schema.json",
     ]
     with_enum = {
         str(p.relative_to(ROOT))
@@ -81,4 +84,6 @@ def test_a_new_dialect_reaches_every_enum(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_code_reads_the_registry() -> None:
     assert runner.DIALECTS is catalogue.DIALECTS is shipped_profile.DIALECTS is NAMES
+    dialect = next(a for a in probe_cli.parser()._actions if a.dest == "dialect")
+    assert dialect.choices is NAMES and tuple(probe_wire.WIRES) == NAMES
     assert dict(REGISTRY) == plan.DIALECTS

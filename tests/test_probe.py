@@ -139,7 +139,7 @@ def test_recording_replays_byte_for_byte(name, gateway_session, tmp_path):
         finished="",
         max_requests=8,
         rate=1,
-        api_key=None,
+        secrets=(),
     )
     assert verdicts(again_doc) == verdicts(doc)
 

@@ -9,7 +9,7 @@ from conformance.timing import (
     LATE_FLOOR_S,
     NOISE_CAP_S,
     NOISE_FLOOR_S,
-    calibrate,
+    measure,
     run_timing,
     timing_from,
 )
@@ -40,8 +40,8 @@ class _Gateway:
         return _summary(1.0, 5.0)
 
 
-def test_calibrate_measures_here_and_in_the_gateway_at_once():
-    t = calibrate(_Gateway(), 0.05, process="gw1")
+def test_measure_here_and_in_the_gateway_at_once():
+    t = measure(_Gateway(), 0.05, process="gw1")
     assert t.process == "gw1" and t.gateway == _summary(1.0, 5.0)
     assert t.harness is not None and t.harness["n"] > 3  # sleeps of 1-5 ms for 50 ms
     assert t.late_slack_s >= LATE_FLOOR_S + 2 * 0.005

@@ -8,6 +8,7 @@ through it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,6 +21,7 @@ __all__ = [
     "RunRequest",
     "redact",
     "redact_obj",
+    "run_time_scale",
 ]
 
 REDACTED = "[REDACTED]"
@@ -37,6 +39,10 @@ class RunRequest:
     workdir: Path  # a fresh temporary working directory
     deadline_s: float  # real seconds
     abort: threading.Event = field(default_factory=threading.Event)
+    # An adapter that puts its agent on a fast clock says so here, as it starts the agent:
+    # (real wall time the agent's clock starts from, its speed). The runner tells the gateway,
+    # which renders HTTP-dates in the agent's clock.
+    agent_clock: Callable[[float, float], None] | None = None
 
 
 @dataclass
@@ -59,6 +65,17 @@ class Adapter(Protocol):
     def capabilities(self) -> set[str]: ...
 
     def run(self, req: RunRequest) -> RunOutcome: ...
+
+
+def run_time_scale(adapter: Adapter, asked: float, timing: bool = False) -> float:
+    """The time scale a run of ``adapter`` gets: its own when it fixes one (an agent on a fast
+    clock: ``fixed_time_scale(timing)``, where ``timing`` says the scenario's verdicts rest on
+    measured waits), else ``asked`` when it declares ``time_scale``, else real time."""
+    fixed = getattr(adapter, "fixed_time_scale", None)
+    scale = fixed(timing) if callable(fixed) else None
+    if scale is not None:
+        return float(scale)
+    return asked if "time_scale" in adapter.capabilities() else 1.0
 
 
 def redact(text: str, secret: str | None) -> str:

@@ -48,6 +48,14 @@ from conformance.adapters.shipped_profile import (
     render,
     which_profiles,
 )
+from conformance.adapters.warp import (
+    Clock,
+    Warp,
+    WarpRefused,
+    find_library,
+    preloadable,
+    warp_env,
+)
 from conformance.guard import LoopbackGuard
 
 # The profile's names and the parsers' are re-exported: the adapter is where users look first.
@@ -65,6 +73,9 @@ __all__ = [
     "which_profiles",
 ]
 
+# Real seconds added to the deadline of an agent on a fast clock: its start-up and its work
+# between requests run at real speed (a coding CLI starts in seconds on a loaded machine).
+WARP_ALLOWANCE_S = 30.0
 _INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _MAX_LOG = 1_000_000
 
@@ -91,6 +102,7 @@ class ShippedAdapter:
         *,
         use_netns: bool | None = None,
         bin_path: str | None = None,
+        time_warp: float | None = None,
     ) -> None:
         self.profile = profile if isinstance(profile, Profile) else load_profile(profile)
         self.name = f"shipped:{self.profile.name}"
@@ -101,9 +113,91 @@ class ShippedAdapter:
         self.last_pgid: int | None = None
         self.outside_attempts: list[dict] = []  # every attempt of this adapter's lifetime
         self._lock = threading.Lock()
+        # The fast clock: the speeds asked (this argument, else $CONFORMANCE_TIME_WARP, else the
+        # profile's list; 1 is real time), tried in order by conformance.calibration, which
+        # puts the adapter on one (use_warp). Until then it runs in real time.
+        env_warp = os.environ.get("CONFORMANCE_TIME_WARP")
+        if time_warp is None and env_warp:
+            try:
+                time_warp = float(env_warp)
+            except ValueError:
+                raise ProfileError(
+                    f"CONFORMANCE_TIME_WARP={env_warp!r}: not a number (1 is real time)"
+                ) from None
+        asked = [time_warp] if time_warp is not None else list(self.profile.time_warp)
+        if any(x < 1 for x in asked):
+            raise ProfileError(f"{self.name}: a time warp must be at least 1, got {asked}")
+        self._speeds = [x for x in asked if x > 1]
+        self.clock: Clock | None = None  # set by warp_speeds once the preload can be had
+        self.warp_note = "real time"
+        self._calibrated = not self._speeds
+
+    # --- the fast clock (conformance.adapters.warp, conformance.calibration) -------------------
+
+    def warp_speeds(self) -> list[float]:
+        """The speeds to calibrate, in order; [] when a warp cannot be honoured here
+        (``warp_note`` says why)."""
+        if not self._speeds:
+            return []
+        try:
+            library = find_library()
+            ok, why = preloadable(self._resolve_bin())
+            if not ok:
+                raise WarpRefused(why)
+        except (WarpRefused, FileNotFoundError) as exc:
+            self.warp_note = f"real time: a time warp is refused here: {exc}"
+            self._calibrated = True
+            return []
+        self.clock = Clock(library)
+        return list(self._speeds)
+
+    def needs_calibration(self) -> bool:
+        """Whether the clock is still to be calibrated."""
+        return not self._calibrated
+
+    def try_speed(self, speed: float | None) -> None:
+        """Run the calibration at ``speed`` (None: calibration over)."""
+        if self.clock is not None:
+            self.clock.trial = speed
+
+    def use_clock(
+        self, speed: float | None, timing_speed: float | None, calibrations: dict, note: str
+    ) -> None:
+        """The calibration's word: the speeds to run at (None: real time), and why."""
+        if self.clock is not None:
+            self.clock.trial = None
+            self.clock.speed, self.clock.timing_speed = speed, timing_speed
+            self.clock.calibrations, self.clock.note = dict(calibrations), note
+        self.warp_note = note
+        self._calibrated = True
+
+    def clock_info(self, time_scale: float = 1.0) -> dict[str, Any] | None:
+        """What the results say of the clock of a run at ``time_scale`` (None: nothing asked)."""
+        if not self._speeds:
+            return None
+        info: dict[str, Any] = {"note": self.warp_note}
+        warp = self.clock.warp_for(time_scale) if self.clock else None
+        cal = self.clock.calibrations.get(warp.speed) if self.clock and warp else None
+        if cal is not None:
+            info.update(cal.as_dict())
+        return info
+
+    def overhead(self, time_scale: float = 1.0) -> tuple[float, float]:
+        """The calibrated overhead per wait and its spread at ``time_scale`` (real seconds; 0
+        in real time)."""
+        warp = self.clock.warp_for(time_scale) if self.clock else None
+        cal = self.clock.calibrations.get(warp.speed) if self.clock and warp else None
+        return (float(cal.overhead_s), float(cal.spread_s)) if cal is not None else (0.0, 0.0)
+
+    def fixed_time_scale(self, timing: bool = False) -> float | None:
+        """An agent on a fast clock runs at 1/speed whatever the run asks (1.0: real time, for
+        a scenario resting on timing when its timing on the fast clock is too loose)."""
+        return self.clock.scale(timing) if self.clock else None
 
     def capabilities(self) -> set[str]:
         caps = set(self.profile.capabilities)
+        if self.clock is not None:
+            caps.add("time_scale")
         if self.profile.dialect != "openai_chat":
             # The runner serves a run in dialect D only to agents declaring dialect:D.
             caps.add(f"dialect:{self.profile.dialect}")
@@ -161,6 +255,10 @@ class ShippedAdapter:
             "capabilities": sorted(self.capabilities()),
             "t_ns": time.monotonic_ns(),
         }
+        scale = float(req.start.get("time_scale") or 1.0)
+        warp = self.clock.warp_for(scale) if self.clock else None
+        if warp is not None:
+            hello["time_warp"] = warp.speed
         events: list[dict] = [hello]
         asked = str(req.start.get("dialect") or "openai_chat")
         if asked != self.profile.dialect:
@@ -200,10 +298,12 @@ class ShippedAdapter:
             if req.ca_file:
                 env.update(SSL_CERT_FILE=req.ca_file, NODE_EXTRA_CA_CERTS=req.ca_file)
             env.update(render(self.profile.env, values))
+            if warp is not None:
+                env.update(warp_env(warp))
             argv = render(self.profile.command, values)
-            return self._run(req, argv, env, events, hello)
+            return self._run(req, argv, env, events, hello, warp)
 
-    def _run(self, req, argv, env, events, hello) -> RunOutcome:
+    def _run(self, req, argv, env, events, hello, warp: Warp | None = None) -> RunOutcome:
         key = req.api_key
         port = _port_of(req.base_url)
         guard = LoopbackGuard(use_netns=self.use_netns, forward_ports=(port,) if port else ())
@@ -211,6 +311,10 @@ class ShippedAdapter:
         status, error = "error", None
         began = time.monotonic()
         try:
+            if warp is not None and req.agent_clock is not None:
+                # The agent's clock starts at its exec, a moment after this: the gateway's
+                # HTTP-dates run that much ahead of it (about a millisecond times the speed).
+                req.agent_clock(time.time(), warp.speed)
             try:
                 gp = guard.popen(
                     argv,
@@ -236,7 +340,10 @@ class ShippedAdapter:
             for t in readers:
                 t.start()
             try:
-                limit = max(req.deadline_s, self.profile.min_deadline_s)
+                # The profile's floor is in the agent's seconds: on a fast clock, fewer real ones;
+                # but its start and its own work are not sped up: they get real seconds.
+                floor = self.profile.min_deadline_s / (warp.speed if warp else 1.0)
+                limit = max(req.deadline_s, floor) + (WARP_ALLOWANCE_S if warp else 0.0)
                 rc = _wait(proc, req, limit)
             finally:
                 # Also on Ctrl-C / SIGTERM: no agent (nor its children) outlives the run.
@@ -284,7 +391,9 @@ class ShippedAdapter:
             self.last_guard = guard_info
             self.outside_attempts.extend(attempts)
         log = (
-            f"[shipped] {self.name} {self.profile.version}; guard: {guard_info['note']}; "
+            f"[shipped] {self.name} {self.profile.version}; "
+            f"{f'time warp x{warp.speed:g}' if warp else 'real time'}; "
+            f"guard: {guard_info['note']}; "
             f"exit {rc if rc is not None else 'killed'} after {elapsed:.1f} s\n"
             f"[shipped] outside attempts: {json.dumps(attempts)}\n"
             "--- stdout ---\n"

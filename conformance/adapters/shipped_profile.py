@@ -99,6 +99,14 @@ _SCHEMA: dict[str, Any] = {
         "telemetry": {"type": "string"},
         "dialect": {"enum": list(DIALECTS)},
         "min_deadline_s": {"type": "number", "minimum": 0},
+        # Run the agent on a clock this many times as fast (conformance.adapters.warp); a list
+        # is tried in order, the first the calibration accepts is used.
+        "time_warp": {
+            "oneOf": [
+                {"type": "number", "minimum": 1},
+                {"type": "array", "minItems": 1, "items": {"type": "number", "minimum": 1}},
+            ]
+        },
     },
 }
 
@@ -126,6 +134,8 @@ class Profile:
     # Real seconds a run gets at least: an agent that cannot scale its waits needs its own
     # retry budget (scenario deadlines are written for scaled time).
     min_deadline_s: float = 0.0
+    # Speeds of the fast clock to try, in order (conformance.adapters.warp); empty: real time.
+    time_warp: list[float] = field(default_factory=list)
 
     @property
     def package(self) -> str:
@@ -237,7 +247,14 @@ def load_profile(spec: str | Path) -> Profile:
         telemetry=data.get("telemetry", ""),
         dialect=data.get("dialect", "openai_chat"),
         min_deadline_s=float(data.get("min_deadline_s", 0.0)),
+        time_warp=[float(x) for x in _as_list(data.get("time_warp"))],
     )
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
 
 
 def render(template: Any, values: dict[str, str]) -> Any:

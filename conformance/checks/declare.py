@@ -8,9 +8,6 @@ what the registry (``conformance.checks.registry``) makes of it:
   left out.
 - ``invariant``: it is judged on every run, whatever criteria the scenario lists (the
   registry's ``INVARIANTS``).
-- ``timing``: its verdict rests on how long something took on the wire (a wait, a silence),
-  judged with the run's measured timing allowances; ``--verify N`` reruns a scenario whose
-  timing verdict failed (the registry's ``TIMING``).
 
 One function may judge several criteria (``@check("LOP-04", "ERR-05")``); a criterion has one
 check. Both mistakes a declaration can make, an unknown criterion and a second check for one,
@@ -39,7 +36,6 @@ class Declared:
     fn: Check
     final: bool
     invariant: bool
-    timing: bool = False
 
 
 _DECLARED: dict[str, Declared] = {}
@@ -49,9 +45,7 @@ def _name(fn: Check) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-def check(
-    *criteria: str, final: bool = False, invariant: bool = False, timing: bool = False
-) -> Callable[[Check], Check]:
+def check(*criteria: str, final: bool = False, invariant: bool = False) -> Callable[[Check], Check]:
     """Register the decorated function as the check of ``criteria``; it is returned unchanged."""
     if not criteria:
         raise TypeError("@check needs at least one criterion id")
@@ -62,7 +56,7 @@ def check(
             old = _DECLARED.get(cid)
             if old is not None and old.fn is not fn:
                 raise RuntimeError(f"{cid} has two checks: {_name(old.fn)} and {_name(fn)}")
-            _DECLARED[cid] = Declared(fn, final, invariant, timing)
+            _DECLARED[cid] = Declared(fn, final, invariant)
         return fn
 
     return register

@@ -22,7 +22,8 @@ ERROR. Criteria outside the set are not judged on a partial run. A check is put 
 the wire invariants, and DBG-02 (any run can show the key: a message, the log, a dump).
 
 ``TIMING`` names the criteria whose verdict rests on how long something took on the wire
-(``timing=True``): ``--verify N`` reruns a scenario whose timing verdict failed.
+(``timing: true`` in the catalogue): ``--verify N`` reruns a scenario whose timing verdict
+failed.
 
 All four are in catalogue order, whatever order the modules are imported in.
 """
@@ -83,7 +84,7 @@ FINAL_ON_PARTIAL: frozenset[str] = frozenset(cid for cid in _IN_ORDER if _DECLAR
 
 INVARIANTS: dict[str, Check] = {cid: CHECKS[cid] for cid in _IN_ORDER if _DECLARED[cid].invariant}
 
-TIMING: frozenset[str] = frozenset(cid for cid in _IN_ORDER if _DECLARED[cid].timing)
+TIMING: frozenset[str] = frozenset(c.id for c in CATALOGUE if c.timing)
 
 
 def check_for(criterion_id: str) -> Check | None:

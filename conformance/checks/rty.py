@@ -19,7 +19,20 @@ from conformance.evidence import (
 )
 from fakes.journal import ChatEntry
 
-__all__ = ["JITTER_LOW", "JITTER_HIGH", "MAX_RETRIES", "header", "seconds", "status_of"]
+__all__ = [
+    "JITTER_LOW",
+    "JITTER_HIGH",
+    "MAX_RETRIES",
+    "SERVER_ERRORS",
+    "asked_band",
+    "asked_core",
+    "backoff_band",
+    "backoff_core",
+    "header",
+    "seconds",
+    "status_of",
+    "widened",
+]
 
 # final=True (see registry.py): each FAIL is a retry sent too early, too late, once too often, or
 # one that should not have been sent; "never retried" waits for the turn's end. RTY-08 is left
@@ -43,6 +56,32 @@ def seconds(x: float) -> str:
     return f"{x:.3f}s"
 
 
+def backoff_core(n: int) -> tuple[float, float]:
+    """RTY-03's band for retry ``n`` without Retry-After: its nominal backoff x the jitter."""
+    nom = nominal_backoff(n)
+    return nom * JITTER_LOW, nom * JITTER_HIGH
+
+
+def asked_core(asked_s: float) -> tuple[float, float]:
+    """RTY-01/02/13's band after a server-asked wait: the wait, up to a quarter more."""
+    return asked_s, asked_s * JITTER_HIGH
+
+
+def widened(ev: Evidence, core: tuple[float, float]) -> tuple[float, float]:
+    """A band as judged: widened by the scheduling slack, early and late."""
+    return core[0] - ev.slack, core[1] + ev.late_slack
+
+
+def backoff_band(ev: Evidence, n: int) -> tuple[float, float]:
+    """The nominal seconds retry ``n`` may wait without Retry-After, as RTY-03 judges it."""
+    return widened(ev, backoff_core(n))
+
+
+def asked_band(ev: Evidence, asked_s: float) -> tuple[float, float]:
+    """The nominal seconds the attempt after a server-asked wait may wait, as judged."""
+    return widened(ev, asked_core(asked_s))
+
+
 def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Finding:
     """Every retry after a failure with one of ``statuses`` and no Retry-After waited within the
     jitter band of its nominal backoff delay."""
@@ -57,7 +96,7 @@ def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Findi
         if status_of(r.failed) not in statuses or asked_wait(r.failed) is not None:
             continue
         nom = nominal_backoff(r.n)
-        lo, hi = nom * JITTER_LOW - ev.slack, nom * JITTER_HIGH + ev.late_slack
+        lo, hi = backoff_band(ev, r.n)
         judged.append(f"retry {r.n}: {seconds(r.wait)} (nominal {nom}s)")
         if not lo <= r.wait <= hi:
             return failed(
@@ -99,7 +138,7 @@ def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
         if asked is None or asked[1] != kind:
             continue
         s = asked[0]
-        lo, hi = s - ev.slack, s * JITTER_HIGH + ev.late_slack
+        lo, hi = asked_band(ev, s)
         judged.append(f"asked {s:.3f}s, waited {seconds(r.wait)}")
         if not lo <= r.wait <= hi:
             return failed(
@@ -114,19 +153,19 @@ def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
     return not_applicable(expected, f"no response with {label} in this run")
 
 
-@check("RTY-01", final=True, timing=True)
+@check("RTY-01", final=True)
 def check_rty_01(ev: Evidence) -> Finding:
     """429 with Retry-After seconds: the next attempt waits the asked time, not the backoff."""
     return _honoured(ev, "retry-after", "Retry-After in seconds")
 
 
-@check("RTY-02", final=True, timing=True)
+@check("RTY-02", final=True)
 def check_rty_02(ev: Evidence) -> Finding:
     """Retry-After as an HTTP-date is honoured."""
     return _honoured(ev, "retry-after-date", "Retry-After as an HTTP-date")
 
 
-@check("RTY-13", final=True, timing=True)
+@check("RTY-13", final=True)
 def check_rty_13(ev: Evidence) -> Finding:
     """retry-after-ms is honoured (and, when both are sent, preferred)."""
     return _honoured(ev, "retry-after-ms", "retry-after-ms")
@@ -237,7 +276,7 @@ def _refused(ev: Evidence) -> Finding | None:
     )
 
 
-@check("RTY-06", final=True, timing=True)
+@check("RTY-06", final=True)
 def check_rty_06(ev: Evidence) -> Finding:
     """Connection failures before headers (a reset: no status recorded; or connections
     refused for a while): the 429 policy."""
@@ -254,20 +293,20 @@ def check_rty_06(ev: Evidence) -> Finding:
     )
 
 
-@check("RTY-16", final=True, timing=True)
+@check("RTY-16", final=True)
 def check_rty_16(ev: Evidence) -> Finding:
     """408 and 409: the 429 policy."""
     return _policy(ev, frozenset({408, 409}), "408/409")
 
 
-@check("RTY-03", final=True, timing=True)
+@check("RTY-03", final=True)
 def check_rty_03(ev: Evidence) -> Finding:
     """429 without Retry-After: every retry's wait, the 32 s cap included (the budget is
     RTY-04's)."""
     return _backoff(ev, frozenset({429}), "429")
 
 
-@check("RTY-05", final=True, timing=True)
+@check("RTY-05", final=True)
 def check_rty_05(ev: Evidence) -> Finding:
     """5xx: the 429 policy."""
     return _policy(ev, SERVER_ERRORS, "5xx (500/502/503/504/529)")
@@ -334,7 +373,7 @@ def check_rty_07(ev: Evidence) -> Finding:
 JITTER_EARLY_S = 0.002
 
 
-@check("RTY-08", timing=True)
+@check("RTY-08")
 def check_rty_08(ev: Evidence) -> Finding:
     """Jitter is real: a statistical test of the observed/nominal backoff ratios against the
     measured timing noise (conformance.checks.jitter)."""

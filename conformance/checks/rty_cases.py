@@ -19,7 +19,14 @@ from conformance.checks.rty import header, seconds, status_of
 from conformance.evidence import Evidence, asked_wait, is_failed, response_of
 from fakes.journal import ChatEntry
 
-__all__ = ["EXCESSIVE_WAIT_S", "background", "expired_401", "overflow"]
+__all__ = [
+    "EXCESSIVE_WAIT_S",
+    "background",
+    "excessive_bound",
+    "excessive_core",
+    "expired_401",
+    "overflow",
+]
 
 # final=True (see registry.py), all of them: a background request resent, a second refresh, an
 # uncorrected resend, a wait past the bound, a retry the server forbade.
@@ -181,7 +188,18 @@ def check_rty_11(ev: Evidence) -> Finding:
 EXCESSIVE_WAIT_S = float(by_id("RTY-14").numbers["max_wait_s"])
 
 
-@check("RTY-14", final=True, timing=True)
+def excessive_core(asked_s: float) -> tuple[float, float]:
+    """RTY-14's band for the retry after an excessive asked wait: at most the cap, and less
+    than half the asked wait."""
+    return 0.0, min(EXCESSIVE_WAIT_S, asked_s / 2)
+
+
+def excessive_bound(ev: Evidence, asked_s: float) -> float:
+    """The longest nominal wait before retrying after an excessive asked wait, as judged."""
+    return excessive_core(asked_s)[1] + ev.slack
+
+
+@check("RTY-14", final=True)
 def check_rty_14(ev: Evidence) -> Finding:
     """An excessive server-asked wait is not slept: the error surfaces, or the retry comes
     after a bounded wait (at most EXCESSIVE_WAIT_S and less than half the asked wait)."""
@@ -199,7 +217,7 @@ def check_rty_14(ev: Evidence) -> Finding:
         nxt = next((x for x in chat[i + 1 :] if _messages(x) == _messages(e)), None)
         if nxt is not None:
             wait = ev.gap(e, nxt)
-            bound = min(EXCESSIVE_WAIT_S, s / 2) + ev.slack
+            bound = excessive_bound(ev, s)
             if wait > bound:
                 return failed(expected, f"asked {s:g}s via {asked[1]}, waited {seconds(wait)}")
             judged.append(f"asked {s:g}s, retried after {seconds(wait)}")

@@ -214,7 +214,7 @@ def turn_reason(ev: Evidence) -> str | None:
 # --- STR-10: idle watchdog -----------------------------------------------------------------
 
 
-@check("STR-10", final=True, timing=True)
+@check("STR-10", final=True)
 def check_str_10(ev: Evidence) -> Finding:
     """A stream that goes silent after headers is abandoned and recovered before it resumes."""
     expected = (

@@ -238,7 +238,7 @@ def _end_ns(e: Entry) -> int:
     return int(response_of(e).get("t_end_ns") or _ns(e))
 
 
-@check("TOL-04", timing=True)
+@check("TOL-04")
 def check_tol_04(ev: Evidence) -> Finding:
     """A tool past the configured limit is abandoned at the limit and reported with it."""
     limit = (ev.scenario.get("config") or {}).get("tool_timeout_s")

@@ -10,19 +10,24 @@ the body ended. Observations are then pure functions of the exchanges, each with
 * ``OK``: the habit the reference agent relies on is there;
 * ``MISSING``: a habit it relies on is missing (exit status 1);
 * ``NOTE``: differs from OpenAI's own habit but the reference agent copes; reported for others;
-* ``NOT_SEEN``: nothing in this probe showed it (no 429 came, no reasoning was sent, budget).
+* ``NOT_SEEN``: nothing in this probe showed it (no 429 came, no reasoning was sent, budget);
+* ``NOT_APPLICABLE``: the dialect spoken (``--dialect``) has no counterpart of the habit.
 
-The API key is read from the environment, sent only in the ``Authorization`` header and
-scrubbed from everything written. ``--record`` saves the exchanges as a scenario of ``replay``
+The requests are written as chat completions and, for another dialect, rendered as the
+reference agent renders them; the replies are read back into the chat view before they are
+judged (``wire``). The API key is read from the environment, sent only in the dialect's
+credential header and scrubbed from everything written; so are the values of the extra headers
+and query parameters (``--header``, ``--header-env``, ``--query``) some gateways route by. ``--record`` saves the exchanges as a scenario of ``replay``
 steps that makes the fake gateway send the same bytes again (contracts §1).
 
 One job per module: ``probes`` what is sent, ``client`` sending it (budget, rate), ``exchange``
 what came back, ``facts`` what the exchanges show, ``observations`` one function per habit and
 its verdict, ``document`` the JSON report, ``record`` the replay scenario, ``redact`` keeping
-the key out, ``cli`` the command line.
+the secrets out, ``wire`` each dialect's endpoint, bodies and read-back, ``cli`` the command
+line.
 """
 
-from conformance.probe.cli import execute, main, parser
+from conformance.probe.cli import execute, extras, main, parser
 from conformance.probe.client import Probe
 from conformance.probe.document import probe_document
 from conformance.probe.exchange import Exchange, ProbeError
@@ -39,13 +44,13 @@ __all__ = [
     "ProbeError",
     "ProbeRequest",
     "execute",
+    "extras",
     "main",
     "observe",
+    "parser",
     "probe_document",
     "recording",
 ]
 
-# The names these had when the probe was one module: the tests read the framing headers, and
-# scripts/probe_litellm.py builds its arguments with the parser.
+# The name this had when the probe was one module (the tests read it).
 _FRAMING_HEADERS = FRAMING_HEADERS
-_parser = parser

@@ -3,13 +3,14 @@
 Nothing is retried and nothing is judged here: each answer is kept as an :class:`Exchange`
 (status, headers, the raw body chunks, how the body ended). Only the two answers that make the
 rest pointless stop the probe, and only on its first request: the gateway unreachable, or the
-key refused.
+key refused. Requests go to the dialect's endpoint (``wire``) with the extra headers and query
+parameters given; their values, like the key, are secrets (``secrets``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -17,6 +18,7 @@ import httpx
 from conformance.probe.exchange import Exchange, ProbeError
 from conformance.probe.probes import PROBES, ProbeRequest
 from conformance.probe.redact import safe_url, scrub
+from conformance.probe.wire import request_url, wire_for
 
 __all__ = ["Probe"]
 
@@ -30,6 +32,9 @@ class Probe:
         model: str,
         api_key: str | None = None,
         *,
+        dialect: str = "openai_chat",
+        headers: Mapping[str, str] | None = None,
+        query: Sequence[tuple[str, str]] = (),
         max_requests: int = len(PROBES),
         rate: float = 1.0,
         timeout: float = 60.0,
@@ -43,8 +48,12 @@ class Probe:
             raise ProbeError(f"--max-requests must be >= 0, got {max_requests}")
         if not rate > 0:
             raise ProbeError(f"--rate must be > 0 requests per second, got {rate}")
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.wire = wire_for(dialect)
+        self.url = request_url(base_url, self.wire.path, query)
         self.model, self.api_key = model, api_key
+        self.extra_headers = dict(headers or {})
+        # Everything that may be a credential: masked wherever it would be written or printed.
+        self.secrets = [api_key or "", *self.extra_headers.values(), *(v for _, v in query)]
         self.max_requests, self.min_gap = max_requests, 1.0 / rate
         self.max_tokens = max_tokens
         self.clock, self.sleep = clock, sleep
@@ -60,7 +69,8 @@ class Probe:
         out: list[Exchange] = []
         self.exchanges = out
         try:
-            for req in probes[: self.max_requests]:
+            todo = [p for p in probes if p.name not in self.wire.skip]
+            for req in todo[: self.max_requests]:
                 ex = self.send(req)
                 out.append(ex)
                 if ex.end == "unreachable" and len(out) == 1:
@@ -68,7 +78,7 @@ class Probe:
                 if ex.status in (401, 403) and len(out) == 1:
                     raise ProbeError(
                         f"gateway refused the key ({ex.status}) at {safe_url(self.url)}: "
-                        f"{scrub(ex.body.decode('utf-8', 'replace')[:300], self.api_key)}"
+                        f"{scrub(ex.body.decode('utf-8', 'replace')[:300], self.secrets)}"
                     )
         finally:
             self.client.close()
@@ -83,13 +93,13 @@ class Probe:
         self.sent_at.append(self.clock())
 
     def send(self, req: ProbeRequest) -> Exchange:
-        body = req.body(self.model, self.max_tokens)
+        body = self.wire.body(req, self.model, self.max_tokens)
         ex = Exchange(req.name, req.stream, body)
-        headers = {"Accept-Encoding": "identity"}  # raw bytes are the wire bytes
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
+        headers = httpx.Headers({"Accept-Encoding": "identity"})  # raw bytes are the wire bytes
+        headers.update(self.wire.headers(self.api_key))
         if req.stream:
             headers["Accept"] = "text/event-stream"
+        headers.update(self.extra_headers)  # given on the command line: they win, by any case
         self._pace()
         t0 = time.monotonic()
         try:

@@ -1,16 +1,17 @@
-"""The JSON probe report (schema ``reports/schemas/probe.schema.json``), the key scrubbed.
+"""The JSON probe report (schema ``reports/schemas/probe.schema.json``), the secrets scrubbed.
 
 ``reports/probe.py`` renders it as HTML and writes it as JSON; this module only builds it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from conformance import __version__
 from conformance.probe.exchange import Exchange
 from conformance.probe.observations import observe
-from conformance.probe.redact import safe_url, scrub
+from conformance.probe.redact import keep_vocabulary, safe_url, scrub
 
 __all__ = ["probe_document"]
 
@@ -45,11 +46,16 @@ def probe_document(
     finished: str,
     max_requests: int,
     rate: float,
-    api_key: str | None,
+    secrets: Sequence[str | None] = (),
     error: str | None = None,
+    dialect: str = "openai_chat",
+    header_names: Sequence[str] = (),
+    query_names: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The JSON probe report (schema ``reports/schemas/probe.schema.json``), key scrubbed."""
-    obs = observe(exchanges) if error is None else []
+    """The JSON probe report (schema ``reports/schemas/probe.schema.json``), ``secrets`` (the
+    key, the extra headers' and query parameters' values) scrubbed. Of the extra headers and
+    query parameters only the names are kept."""
+    obs = observe(exchanges, dialect) if error is None else []
     missing = [o["id"] for o in obs if o["verdict"] == "MISSING"]
     doc = {
         "format": "gateway-probe",
@@ -57,6 +63,9 @@ def probe_document(
         "probe": {
             "base_url": safe_url(base_url),
             "model": model,
+            "dialect": dialect,
+            "headers": list(header_names),
+            "query": list(query_names),
             "started": started,
             "finished": finished,
             "requests_sent": len(exchanges),
@@ -69,4 +78,4 @@ def probe_document(
         "observations": obs,
         "exchanges": [_exchange_doc(x) for x in exchanges],
     }
-    return scrub(doc, api_key)
+    return keep_vocabulary(doc, scrub(doc, secrets))

@@ -5,16 +5,19 @@ Nothing here judges; the observations (``observations.py``) turn these facts int
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.probe.exchange import Exchange
+from conformance.probe.wire import wire_for
 
 __all__ = [
     "REASONING_KEYS",
     "Seen",
     "by_name",
     "error_shape",
+    "first_error",
     "json_message",
     "stream_facts",
     "tool_fragments",
@@ -30,7 +33,9 @@ class Seen:
 
     ``streams`` are the 200 ``text/event-stream`` replies to streamed requests, ``facts`` their
     :func:`stream_facts` by exchange name; a *normal* stream carried no error event, a *broken*
-    one did.
+    one did. The exchanges are in the chat view (``wire``), ``raw`` as they arrived by name;
+    ``dialect`` is the one spoken, ``end_marker`` its event read as ``[DONE]`` and
+    ``not_applicable`` the observations it has no counterpart of (id -> why).
     """
 
     exchanges: list[Exchange]
@@ -38,9 +43,16 @@ class Seen:
     facts: dict[str, dict[str, Any]]
     normal: list[Exchange]
     broken: list[Exchange]
+    raw: Mapping[str, Exchange] = field(default_factory=dict)
+    dialect: str = "openai_chat"
+    end_marker: str = "[DONE]"
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, exchanges: list[Exchange]) -> Seen:
+    def of(cls, exchanges: list[Exchange], dialect: str = "openai_chat") -> Seen:
+        wire = wire_for(dialect)
+        raw = {x.name: x for x in exchanges}
+        exchanges = [wire.chat_view(x) for x in exchanges]
         streams = [x for x in exchanges if x.stream and x.status == 200 and x.is_sse()]
         facts = {x.name: stream_facts(x) for x in streams}
         return cls(
@@ -49,6 +61,10 @@ class Seen:
             facts=facts,
             normal=[x for x in streams if not facts[x.name]["errors"]],
             broken=[x for x in streams if facts[x.name]["errors"]],
+            raw=raw,
+            dialect=dialect,
+            end_marker=wire.end_marker,
+            not_applicable=wire.not_applicable,
         )
 
 
@@ -145,16 +161,32 @@ def json_message(ex: Exchange) -> tuple[dict[str, Any], Any]:
     return (ch.get("message") or {}), ch.get("finish_reason")
 
 
+def first_error(ex: Exchange) -> tuple[str, int] | None:
+    """How the first error event of a stream looks on the wire (``event: error``,
+    ``data: {error: ...}``) and how many events came before it; None when there is none."""
+    for i, e in enumerate(ex.events()):
+        j = e["json"] if isinstance(e["json"], dict) else {}
+        kind = e["event"] or j.get("type")
+        if kind in ("error", "response.failed"):
+            return (f"event: {e['event']}" if e["event"] else f"data: {{type: {kind}, ...}}"), i
+        if "error" in j:
+            return "data: {error: ...}", i
+    return None
+
+
 def by_name(exchanges: list[Exchange], name: str) -> Exchange | None:
     return next((x for x in exchanges if x.name == name), None)
 
 
 def error_shape(ex: Exchange) -> str:
-    """An error body's content type and top-level keys, or its first bytes when not JSON."""
+    """An error body's content type and top-level keys (an ``error`` object's keys with it), or
+    its first bytes when not JSON."""
     j = ex.json_body()
     ctype = ex.headers.get("content-type", "").split(";")[0] or "no content type"
-    if isinstance(j, dict) and isinstance(j.get("error"), dict):
-        return f"{ctype} {{error: {{{', '.join(j['error'])}}}}}"
     if isinstance(j, dict):
-        return f"{ctype} {{{', '.join(j)}}}"
+        keys = [
+            f"{k}: {{{', '.join(v)}}}" if k == "error" and isinstance(v, dict) else k
+            for k, v in j.items()
+        ]
+        return f"{ctype} {{{', '.join(keys)}}}"
     return f"{ctype}, not JSON: {ex.body[:60].decode('utf-8', 'replace')!r}"

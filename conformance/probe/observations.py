@@ -9,7 +9,8 @@ failing case in the tests.
 
 Verdicts: ``OK`` the habit is there; ``MISSING`` a habit the reference agent relies on is
 missing (exit status 1); ``NOTE`` differs from OpenAI's own habit but the reference agent copes;
-``NOT_SEEN`` nothing in this probe showed it. A *normal* stream is a 200 ``text/event-stream``
+``NOT_SEEN`` nothing in this probe showed it; ``NOT_APPLICABLE`` the dialect spoken has no
+counterpart of the habit (``wire``), said instead of judged. A *normal* stream is a 200 ``text/event-stream``
 reply without an error event (:class:`Seen`).
 """
 
@@ -26,13 +27,14 @@ from conformance.probe.facts import (
     Seen,
     by_name,
     error_shape,
+    first_error,
     json_message,
     tool_fragments,
 )
 
 __all__ = ["OBSERVATIONS", "VERDICTS", "Finding", "Observation", "observation", "observe"]
 
-VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN")
+VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN", "NOT_APPLICABLE")
 
 
 class Finding(NamedTuple):
@@ -54,7 +56,11 @@ class Observation:
     judge: Callable[[Seen], Finding]
 
     def __call__(self, seen: Seen) -> dict[str, Any]:
-        f = self.judge(seen)
+        why = seen.not_applicable.get(self.id)
+        if why is not None:
+            f = Finding("NOT_APPLICABLE", f"not applicable to {seen.dialect}: {why}", [])
+        else:
+            f = self.judge(seen)
         return {
             "id": self.id,
             "title": self.title,
@@ -121,8 +127,9 @@ def stream_finish(seen: Seen) -> Finding:
 
 @observation("stream-done", "[DONE] follows the finish chunk", relied_on=False)
 def stream_done(seen: Seen) -> Finding:
-    """Reads every normal stream: is ``[DONE]`` its last event? NOTE when not (the reference
-    agent judges completion by finish_reason)."""
+    """Reads every normal stream: is ``[DONE]`` (the dialect's end marker) its last event? NOTE
+    when not (the reference agent judges completion by finish_reason)."""
+    done = seen.end_marker
     normal = seen.normal
     if not normal:
         return Finding("NOT_SEEN", "no stream was answered normally", [])
@@ -130,12 +137,12 @@ def stream_done(seen: Seen) -> Finding:
     if no_done:
         return Finding(
             "NOTE",
-            f"no [DONE] at the end of: {', '.join(no_done)} (the reference agent judges "
-            "completion by finish_reason; a client waiting for [DONE] would hang or fail)",
+            f"no {done} at the end of: {', '.join(no_done)} (the reference agent judges "
+            f"completion by finish_reason; a client waiting for {done} would hang or fail)",
             _names(normal),
         )
     return Finding(
-        "OK", f"every stream ends with [DONE] ({len(normal)} of {len(normal)})", _names(normal)
+        "OK", f"every stream ends with {done} ({len(normal)} of {len(normal)})", _names(normal)
     )
 
 
@@ -311,19 +318,19 @@ def empty_stream(seen: Seen) -> Finding:
 
 @observation("in-band-error", "How a stream that fails mid-body ends", relied_on=False)
 def in_band_error(seen: Seen) -> Finding:
-    """Reads every 200 stream that carried an error event: NOTE describing its shape, the
-    events before it, how the body ended and whether ``[DONE]`` or ``finish_reason`` followed."""
+    """Reads every 200 stream that carried an error event: NOTE describing its shape and the
+    events before it as they came on the wire, how the body ended and whether ``[DONE]`` (the
+    dialect's end marker) or ``finish_reason`` followed."""
     if not seen.broken:
         return Finding("NOT_SEEN", "no stream carried an error event", [])
     parts = []
     for x in seen.broken:
         f = seen.facts[x.name]
-        err = f["errors"][0]
-        shape = "event: error" if err["event"] == "error" else "data: {error: ...}"
+        shape, before = first_error(seen.raw.get(x.name, x)) or ("an error", 0)
         parts.append(
-            f"{x.name}: {shape} after {f['events'] - len(f['errors'])} events, then "
+            f"{x.name}: {shape} after {before} events, then "
             + ("a clean close" if x.end == "complete" else f"body {x.end}")
-            + ("; [DONE]" if f["done"] else "; no [DONE]")
+            + (f"; {seen.end_marker}" if f["done"] else f"; no {seen.end_marker}")
             + (
                 f"; finish_reason {', '.join(f['finishes'])}"
                 if f["finishes"]
@@ -377,7 +384,7 @@ OBSERVATIONS: tuple[Observation, ...] = (
 )
 
 
-def observe(exchanges: list[Exchange]) -> list[dict[str, Any]]:
-    """The observations and their verdicts, from the exchanges alone."""
-    seen = Seen.of(exchanges)
+def observe(exchanges: list[Exchange], dialect: str = "openai_chat") -> list[dict[str, Any]]:
+    """The observations and their verdicts, from the exchanges (in ``dialect``) alone."""
+    seen = Seen.of(exchanges, dialect)
     return [o(seen) for o in OBSERVATIONS]

@@ -6,11 +6,13 @@ send the same status, headers and body chunks again, and end the body the same w
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from conformance.probe.exchange import Exchange, ProbeError
 from conformance.probe.probes import PROBES
 from conformance.probe.redact import scrub
+from fakes.dialects import CHAT
 
 __all__ = ["FRAMING_HEADERS", "recording"]
 
@@ -43,8 +45,15 @@ def _chunk_strings(chunks: list[bytes]) -> list[str]:
     return out
 
 
-def recording(exchanges: list[Exchange], scenario_id: str, api_key: str | None) -> dict[str, Any]:
-    """A scenario whose ``replay`` steps make the fake gateway send what was seen."""
+def recording(
+    exchanges: list[Exchange],
+    scenario_id: str,
+    secrets: str | Sequence[str | None] | None,
+    dialect: str = CHAT,
+) -> dict[str, Any]:
+    """A scenario whose ``replay`` steps make the fake gateway send what was seen, ``secrets``
+    (the key, the extra headers' and query parameters' values) scrubbed. A recording in
+    another dialect than chat says so (``replay.dialect``): only that endpoint replays it."""
     steps = []
     probes = {p.name: p for p in PROBES}
     for ex in exchanges:
@@ -62,17 +71,26 @@ def recording(exchanges: list[Exchange], scenario_id: str, api_key: str | None) 
             }
             if ex.end in ("incomplete", "reset"):
                 rp["end"] = "close" if ex.end == "incomplete" else "reset"
+            if dialect != CHAT:
+                rp["dialect"] = dialect
             step["replay"] = rp
         steps.append(step)
     if not steps:
         raise ProbeError("recording: no exchange can be replayed")
-    return scrub(
-        {
-            "id": scenario_id,
-            "title": "Recorded by conformance probe",
-            "criteria": [],
-            "prompt": "probe",
-            "script": steps,
-        },
-        api_key,
-    )
+    sc = {
+        "id": scenario_id,
+        "title": "Recorded by conformance probe",
+        "criteria": [],
+        "prompt": "probe",
+        "script": steps,
+    }
+    clean = scrub(sc, secrets)
+    # What the probe itself wrote (the id, markers, the dialect, how a body ended) is put back
+    # as it was: a short secret value must not garble the scenario, only the recorded bytes.
+    clean["id"] = scenario_id
+    for st, cl in zip(steps, clean["script"], strict=True):
+        cl["match"] = st["match"]
+        for k in ("dialect", "end"):
+            if k in st.get("replay", {}):
+                cl["replay"][k] = st["replay"][k]
+    return clean

@@ -1,13 +1,15 @@
-"""Keeping the API key and URL credentials out of everything the probe writes or prints."""
+"""Keeping the API key, the values of extra headers and query parameters, and URL credentials
+out of everything the probe writes or prints."""
 
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 from fakes.session import SECRET_HEADERS  # the one list of credential headers
 
-__all__ = ["MASK", "SECRET_HEADERS", "safe_url", "scrub"]
+__all__ = ["MASK", "SECRET_HEADERS", "keep_vocabulary", "safe_url", "scrub"]
 
 MASK = "[REDACTED]"
 
@@ -21,15 +23,47 @@ def safe_url(url: str) -> str:
     return urllib.parse.urlunsplit((u.scheme, host, u.path, "", ""))
 
 
-def scrub(value: Any, secret: str | None) -> Any:
-    """``value`` with ``secret`` masked in every string and every secret header's value masked,
-    however deep in dicts and lists (a gateway may echo the key back in a body or a header)."""
+def scrub(value: Any, secrets: str | Iterable[str | None] | None) -> Any:
+    """``value`` with every secret masked in every string and every credential header's value
+    masked, however deep in dicts and lists (a gateway may echo a secret back in a body or a
+    header). ``secrets`` is one secret or several; empty ones are ignored. Keys are left as they
+    are: they are the document's structure (``stream``, ``headers``), not what a gateway said."""
+    if secrets is None or isinstance(secrets, str):
+        secrets = [secrets]
+    # Longest first, so a secret containing another is masked whole.
+    found = sorted({s for s in secrets if s}, key=len, reverse=True)
+    return _scrub(value, found)
+
+
+def _scrub(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
-        return value.replace(secret, MASK) if secret else value
+        for s in secrets:
+            value = value.replace(s, MASK)
+        return value
     if isinstance(value, dict):
         return {
-            k: (MASK if k.lower() in SECRET_HEADERS else scrub(v, secret)) for k, v in value.items()
+            k: (MASK if k.lower() in SECRET_HEADERS else _scrub(v, secrets))
+            for k, v in value.items()
         }
     if isinstance(value, list):
-        return [scrub(v, secret) for v in value]
+        return [_scrub(v, secrets) for v in value]
     return value
+
+
+def keep_vocabulary(original: dict[str, Any], clean: dict[str, Any]) -> dict[str, Any]:
+    """``clean`` (a scrubbed probe report) with the probe's own vocabulary put back as written.
+
+    The dialect, header and query names, observation ids, titles, verdicts and evidence, and
+    exchange names come from the probe's fixed lists and the option names, never from a gateway
+    or a secret value; a short value given with ``--header`` (``openai``) would otherwise garble
+    them (``[REDACTED]_chat``) and the report would no longer be valid. (Keys are never
+    scrubbed, :func:`scrub`.) ``reports.probe`` keeps
+    the same fields."""
+    for k in ("dialect", "headers", "query"):
+        if k in original["probe"]:
+            clean["probe"][k] = original["probe"][k]
+    for o, c in zip(original["observations"], clean["observations"], strict=True):
+        c.update({k: o[k] for k in ("id", "title", "verdict", "evidence")})
+    for x, c in zip(original["exchanges"], clean["exchanges"], strict=True):
+        c["name"] = x["name"]
+    return clean

@@ -86,7 +86,9 @@ def test_docs_page_shows_dialects() -> None:
     from conformance.criteria_page import as_markdown
 
     page = as_markdown()
-    assert "| ID | level | capability | dialects | cut short | criterion | source |" in page
+    assert (
+        "| ID | level | capability | dialects | cut short | timing | criterion | source |" in page
+    )
     row = next(ln for ln in page.splitlines() if ln.startswith("| STR-13 |"))
     assert "`openai_chat`, `anthropic_messages`" in row and "openai_responses" not in row
     assert next(ln for ln in page.splitlines() if ln.startswith("| STR-08 |")).count("| all |")
@@ -109,5 +111,7 @@ def test_docs_page_shows_what_a_turn_cut_short_still_judges() -> None:
 
     rows = {ln.split("|")[1].strip(): ln for ln in as_markdown().splitlines() if ln[:6] == "| RTY-"}
     assert "RTY-04" in FINAL_ON_PARTIAL and "| final |" in rows["RTY-04"]
-    assert "RTY-08" not in FINAL_ON_PARTIAL and "| - | **Jitter" in rows["RTY-08"]
+    assert "RTY-08" not in FINAL_ON_PARTIAL and "| - | timing | **Jitter" in rows["RTY-08"]
+    # Waits measured on the wire: RTY-03's bands; RTY-04 counts attempts.
+    assert "| timing |" in rows["RTY-03"] and "| timing |" not in rows["RTY-04"]
     assert "DBG-02" in as_markdown().split("Judged on every run")[1].split(".")[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-__all__ = ["HOSTILE", "SECRET", "build_sample"]
+__all__ = ["HOSTILE", "HOSTILE_SVG", "SECRET", "build_sample"]
 
 SECRET = "sk-test-PLANTED-7c1e9b04d2aa"
 HOSTILE = (
@@ -13,10 +13,21 @@ HOSTILE = (
     "<img src=x onerror=\"document.title='PWNED-IMG'\">"
     '<a href="javascript:alert(1)">click</a>'
 )
+# Text that lands inside the report's inline SVG: it tries to close the element it is in and the
+# picture, and to run from SVG's own elements and attributes.
+HOSTILE_SVG = (
+    "<svg onload=alert(1)>"  # short enough to survive a picture's clipping of long labels
+    "</text></title></svg><svg onload=\"document.title='PWNED-SVG'\">"
+    '<script>document.title="PWNED-SVG"</script>'
+    '<a href="javascript:alert(2)"><text>PWNED-LINK</text></a>'
+)
+
+# A scenario id goes into the timeline's SVG title.
+RTY_SCENARIO = "rty-429-retry-after-seconds" + HOSTILE_SVG
 
 CATALOGUE = [
     ("RTY-01", "MUST", "429 with Retry-After seconds is honoured", None),
-    ("RTY-02", "SHOULD", "Retry-After as an HTTP-date is honoured", None),
+    ("RTY-02", "SHOULD", "Retry-After as an HTTP-date is honoured " + HOSTILE_SVG, None),
     ("RTY-10", "MAY", "expired credentials are refreshed once", "credential_refresh"),
     ("STR-01", "MUST", "a cut stream is retried, partial text withdrawn", None),
     ("STR-12", "MUST", "stream fallback to non-streaming", None),
@@ -66,6 +77,34 @@ def _chat_entry(seq, t, step, *, fault=None, status=200, cut=None, sent=None, au
     }
 
 
+def _tool_entry(seq, t):
+    return {
+        "seq": seq,
+        "kind": "tool",
+        "method": "POST",
+        "path": "/s/7f3a/tools/write_file",
+        "tool": HOSTILE_SVG,
+        "call_id": "call_1",
+        "arguments": {"path": "a.txt"},
+        "behaviour": "output" + HOSTILE_SVG,
+        "t_arrival_ns": t,
+        "fault": None,
+        "response": {
+            "status": 200,
+            "headers": {"content-type": "application/json"},
+            "stream": False,
+            "sent": '{"output": "wrote 2 bytes"}',
+            "sent_bytes": 27,
+            "full_bytes": 27,
+            "events_sent": 0,
+            "cut_at_byte": None,
+            "t_headers_ns": t + 1_000_000,
+            "t_end_ns": t + 2_000_000,
+            "end": "complete",
+        },
+    }
+
+
 def _scenario(sid, status="ran", *, entries=(), events=(), log="", error=None):
     return {
         "id": sid,
@@ -112,16 +151,34 @@ def _rich_scenarios(base):
         {"type": "turn_end", "reason": "done", "t_ns": t + 67_000_000},
     ]
     log = f"starting with key {SECRET}\nx-api-key: {SECRET}\n{HOSTILE}\n"
+    rty = _scenario(
+        RTY_SCENARIO,
+        entries=[
+            _chat_entry(0, t, 0, fault=HOSTILE_SVG, status=429, sent='{"error":"rate"}'),
+            _tool_entry(1, t + 20_000_000),
+            _chat_entry(2, t + 1_050_000_000, 1),
+        ],
+        events=events[:1] + events[5:],
+        log=log,
+    )
+    # The failed response ends 5 ms after arrival; at time scale 0.05 the 1.045 s real wait is
+    # 20.9 scenario seconds, outside the band it is drawn against.
+    rty["waits"] = [
+        {
+            "after_seq": 0,
+            "seq": 2,
+            "retry": 1,
+            "stream": True,
+            "from_ns": t + 5_000_000,
+            "wait_s": 20.9,
+            "band_s": [0.9, 1.5],
+            "core_s": [1.0, 1.25],
+            "rule": "RTY-01" + HOSTILE_SVG,
+            "basis": "Retry-After 1 s " + HOSTILE_SVG,
+        }
+    ]
     return {
-        "rty-429-retry-after-seconds": _scenario(
-            "rty-429-retry-after-seconds",
-            entries=[
-                _chat_entry(0, t, 0, fault="status", status=429, sent='{"error":"rate"}'),
-                _chat_entry(1, t + 1_050_000_000, 1),
-            ],
-            events=events[:1] + events[5:],
-            log=log,
-        ),
+        RTY_SCENARIO: rty,
         "str-cut-mid-stream": _scenario(
             "str-cut-mid-stream", entries=[cut, retry], events=events, log=log
         ),
@@ -134,8 +191,8 @@ def _rich_scenarios(base):
 def _agent(name, verdicts, base):
     scen = _rich_scenarios(base)
     cites = {
-        "RTY-01": "rty-429-retry-after-seconds",
-        "RTY-02": "rty-429-retry-after-seconds",
+        "RTY-01": RTY_SCENARIO,
+        "RTY-02": RTY_SCENARIO,
         "RTY-10": "tol-error",
         "STR-01": "str-cut-mid-stream",
         "STR-12": "str-cut-mid-stream",

@@ -56,6 +56,12 @@ def test_hostile_text_runs_nothing(tmp_path, report, page):
     # The hostile payload neither created elements nor ran handlers.
     assert not [t for t, _ in s.tags if t == "img"]
     assert not any((a.get("href") or "").lower().startswith("javascript:") for _, a in s.tags)
+    # The inline SVG pictures are the report's own: the payloads in their text (scenario id,
+    # fault and tool names, criterion titles, agent names) opened no element and no handler.
+    raw = scan((report / page).read_text("utf-8"))
+    assert [t for t, _ in s.tags if t == "svg"] == [t for t, _ in raw.tags if t == "svg"]
+    assert len([t for t, _ in s.tags if t == "svg"]) == (1 if page == "index.html" else 3)
+    assert not any(k.lower().startswith("on") for _, a in s.tags for k in a)
     # Every "PWNED-SCRIPT" is inside the displayed payload, none appended by it running.
     text = "".join(s.text)
     assert text.count("PWNED-SCRIPT") == len(re.findall(r'append\(\\?"PWNED-SCRIPT', text))

@@ -240,3 +240,25 @@ def test_the_measured_timing_and_a_flaky_verdict_are_shown(tmp_path: Path, sampl
     page = scan((out.parent / "criteria" / f"{cid}.html").read_text("utf-8"))
     text = " ".join("".join(page.text).split())
     assert "the verdict differed between runs (--verify): FAIL, PASS, PASS" in text
+
+
+def test_a_scenario_on_a_fast_clock_says_so(tmp_path: Path, sample: dict) -> None:
+    doc = copy.deepcopy(sample)
+    agent = doc["agents"][0]
+    cited = next(iter(agent["criteria"].values()))["scenarios"][0]["id"]
+    scenario = next(s for s in agent["scenarios"] if s["id"] == cited)
+    scenario["clock"] = {
+        "note": "time warp x10 <b>",
+        "time_warp": 10.0,
+        "effective_speed": 9.8,
+        "overhead_ms": 25.0,
+        "spread_ms": 8.0,
+        "waits_ms": [125.0, 425.0, 125.0, 425.0],
+        "judged": "waits less the mean overhead; slack widened by the spread",
+    }
+    out = render([doc], tmp_path / "report", secrets=[SECRET])
+    pages = [p.read_text("utf-8") for p in sorted((out.parent / "criteria").glob("*.html"))]
+    line = next(p for p in pages if "<th>clock</th>" in p)
+    assert "time warp x10 (effective x9.8); overhead 25.0 ms, spread 8.0 ms real" in line
+    # A scenario on the real clock says nothing of it.
+    assert sum("<th>clock</th>" in p for p in pages) < len(pages)

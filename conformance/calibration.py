@@ -1,0 +1,178 @@
+"""Calibrating an agent on a fast clock: what its waits look like on the wire, measured.
+
+Theory of operation: libfaketime speeds up an agent's clocks and sleeps, not its own work. Each
+wait on the wire is then the agent's wait at the fast clock plus the real time the agent spent
+between the failure and the next request; at speed N that time weighs N times as much in the
+agent's seconds. Before its first scenario in a process, an agent whose profile asks for a warp
+runs :data:`SCENARIO`: four 429s asking ``Retry-After`` waits of 1, 4, 1 and 4 seconds (every
+agent certified so far honours a whole-second ``Retry-After``), then a reply. From the four waits
+measured:
+
+- the effective speed, from the difference of the 4 s and the 1 s waits (the agent's own time
+  cancels out): a warp whose effective speed is off by more than :data:`SPEED_BOUND` is refused;
+- the overhead of each wait (measured less asked/N): its mean is taken off every wait the checks
+  judge, and its spread (largest less smallest) widens their slack. A speed whose spread, in the
+  agent's seconds (spread x N), exceeds :data:`SPREAD_LIMIT_S` would judge waits too loosely:
+  the scenarios whose criteria rest on timing (``timing: true`` in the catalogue) do not run at
+  it.
+
+Every speed of the profile is calibrated; the agent then runs at the fastest accepted, and the
+scenarios resting on timing at the fastest whose spread fits, or in real time. With no speed
+accepted, the agent runs in real time, and ``warp_note`` on the adapter says why. The run's
+results carry what was measured (``clock`` in each scenario entry).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from conformance.runner import run_scenario
+from fakes import Scenario
+
+__all__ = ["ASKED_S", "SCENARIO", "SPEED_BOUND", "SPREAD_LIMIT_S", "Calibration", "calibrate"]
+
+ASKED_S = (1, 4, 1, 4)
+SPEED_BOUND = 0.25
+SPREAD_LIMIT_S = 0.2
+
+SCENARIO: dict[str, Any] = {
+    "id": "clock-calibration",
+    "title": "Calibration of a fast clock: Retry-After waits of known length",
+    "criteria": ["RTY-01"],
+    "prompt": "Say hello.",
+    "deadline": 60,
+    "script": [
+        *(
+            {"fault": {"http_error": {"status": 429, "headers": {"Retry-After": str(s)}}}}
+            for s in ASKED_S
+        ),
+        {"reply": {"text": "Hello.", "finish_reason": "stop"}},
+    ],
+}
+
+
+class Warpable(Protocol):
+    """An adapter that can put its agent on a fast clock (``ShippedAdapter``)."""
+
+    name: str
+
+    def warp_speeds(self) -> list[float]: ...
+
+    def try_speed(self, speed: float | None) -> None: ...
+
+    def use_clock(
+        self, speed: float | None, timing_speed: float | None, calibrations: dict, note: str
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What one calibration run measured at ``speed`` (real seconds)."""
+
+    speed: float
+    waits_s: list[float] = field(default_factory=list)
+    effective_speed: float | None = None
+    overhead_s: float = 0.0
+    spread_s: float = 0.0
+    accepted: bool = False  # the effective speed is close enough: fit for any scenario...
+    timing_ok: bool = False  # ...and its spread for those whose verdicts rest on timing
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "time_warp": self.speed,
+            "effective_speed": None
+            if self.effective_speed is None
+            else round(self.effective_speed, 2),
+            "overhead_ms": round(self.overhead_s * 1000, 1),
+            "spread_ms": round(self.spread_s * 1000, 1),
+            "waits_ms": [round(w * 1000, 1) for w in self.waits_s],
+            "judged": "waits less the mean overhead; slack widened by the spread",
+        }
+
+
+def judge(speed: float, waits_s: list[float]) -> Calibration:
+    """The calibration of ``speed`` from the four measured waits (real seconds)."""
+    if len(waits_s) != len(ASKED_S):
+        return Calibration(
+            speed,
+            waits_s,
+            reason=f"{len(waits_s)} waits measured, {len(ASKED_S)} expected: the agent did "
+            "not retry the calibration's 429s as asked",
+        )
+    short = [w for w, a in zip(waits_s, ASKED_S, strict=True) if a == min(ASKED_S)]
+    long = [w for w, a in zip(waits_s, ASKED_S, strict=True) if a == max(ASKED_S)]
+    diff = statistics.fmean(long) - statistics.fmean(short)
+    effective = (max(ASKED_S) - min(ASKED_S)) / diff if diff > 0 else None
+    overheads = [w - a / speed for w, a in zip(waits_s, ASKED_S, strict=True)]
+    overhead, spread = statistics.fmean(overheads), max(overheads) - min(overheads)
+    measured = Calibration(speed, waits_s, effective, overhead, spread)
+    if effective is None or abs(effective / speed - 1) > SPEED_BOUND:
+        shown = "none" if effective is None else f"x{effective:.1f}"
+        why = f"effective speed {shown} is off x{speed:g} by more than {SPEED_BOUND:.0%}"
+        return replace(measured, reason=why)
+    if spread * speed > SPREAD_LIMIT_S:
+        why = (
+            f"the agent's own time between attempts varies by {spread * 1000:.0f} ms real, "
+            f"{spread * speed:.2f} s at x{speed:g}: more than the {SPREAD_LIMIT_S:g} s a wait "
+            "may be judged loose by, so timing is judged in real time"
+        )
+        return replace(measured, accepted=True, reason=why)
+    return replace(measured, accepted=True, timing_ok=True, reason="accepted")
+
+
+def _waits(entry: dict[str, Any]) -> list[float]:
+    """Real seconds from each failed response's end to the next request."""
+    journal = entry.get("journal") or {}
+    chat = [e for e in journal.get("entries") or [] if e.get("kind") == "chat"]
+    waits = []
+    for before, after in zip(chat, chat[1:], strict=False):
+        resp = before.get("response") or {}
+        end = resp.get("t_end_ns") or resp.get("t_headers_ns")
+        if resp.get("status") == 429 and end is not None:
+            waits.append((int(after["t_arrival_ns"]) - int(end)) / 1e9)
+    return waits
+
+
+def calibrate(gateway: Any, adapter: Warpable, dialect: str) -> dict[float, Calibration]:
+    """Calibrate every speed of the adapter; put it on the fastest accepted (for scenarios
+    resting on timing: the fastest whose spread fits, else real time). Returns the accepted
+    calibrations by speed."""
+    scenario = Scenario.from_dict(SCENARIO, source="<clock calibration>")
+    accepted: dict[float, Calibration] = {}
+    notes = []
+    speeds = adapter.warp_speeds()
+    try:
+        for speed in speeds:
+            adapter.try_speed(speed)
+            entry, _ = run_scenario(gateway, adapter, scenario, dialect=dialect)  # type: ignore[arg-type]
+            if entry["status"] != "ran":
+                why = f"the calibration run ended {entry['status']}: {entry.get('error') or ''}"
+                cal = Calibration(speed, reason=why.strip())
+            else:
+                cal = judge(speed, _waits(entry))
+            if cal.accepted:
+                accepted[speed] = cal
+            notes.append(f"x{speed:g}: {cal.reason}")
+    finally:
+        adapter.try_speed(None)
+    if not speeds:
+        return accepted
+    fast = max(accepted, default=None)
+    timing = max((s for s, c in accepted.items() if c.timing_ok), default=None)
+    if fast is None:
+        note = "real time: " + "; ".join(notes)
+    else:
+        cal = accepted[fast]
+        note = (
+            f"time warp x{fast:g} (effective x{cal.effective_speed:.1f}, overhead "
+            f"{cal.overhead_s * 1000:.0f} ms, spread {cal.spread_s * 1000:.0f} ms real per wait); "
+            + (f"timing at x{timing:g}" if timing else "timing in real time")
+            + " (calibration: "
+            + "; ".join(notes)
+            + ")"
+        )
+    adapter.use_clock(fast, timing, accepted, note)
+    return accepted

@@ -1,0 +1,232 @@
+"""Shipped agents on a fast clock: the preload check, the calibration's rules, and a real
+dynamically linked program (a Node script) run under libfaketime through the shipped adapter,
+its waits scaled and judged."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.adapters.shipped import ShippedAdapter
+from conformance.adapters.warp import (
+    Clock,
+    Warp,
+    WarpRefused,
+    _elf_has_interpreter,
+    find_library,
+    preloadable,
+    warp_env,
+)
+from conformance.calibration import ASKED_S, SPREAD_LIMIT_S, calibrate, judge
+from conformance.runner import run_scenario
+from fakes import Gateway, SyncGateway, load_scenario
+from scenarios import SCENARIO_DIR
+
+RTY = SCENARIO_DIR / "criteria" / "rty"
+
+
+def _elf(program_headers: list[int], bits: int = 64) -> bytes:
+    """A minimal ELF image with program headers of the given types."""
+    if bits == 64:
+        head = bytearray(64)
+        head[:6] = b"\x7fELF\x02\x01"
+        struct.pack_into("<Q", head, 32, 64)  # e_phoff
+        struct.pack_into("<HH", head, 54, 56, len(program_headers))
+        table = b"".join(struct.pack("<I", t) + bytes(52) for t in program_headers)
+    else:
+        head = bytearray(52)
+        head[:6] = b"\x7fELF\x01\x01"
+        struct.pack_into("<I", head, 28, 52)
+        struct.pack_into("<HH", head, 42, 32, len(program_headers))
+        table = b"".join(struct.pack("<I", t) + bytes(28) for t in program_headers)
+    return bytes(head) + table
+
+
+def test_a_dynamic_elf_names_its_loader_and_a_static_one_does_not() -> None:
+    assert _elf_has_interpreter(_elf([6, 3, 1])) is True  # PHDR, INTERP, LOAD
+    assert _elf_has_interpreter(_elf([1, 1])) is False
+    assert _elf_has_interpreter(_elf([3], bits=32)) is True
+    assert _elf_has_interpreter(b"#!/bin/sh\n") is None
+
+
+def test_preloadable_follows_a_script_to_its_interpreter(tmp_path: Path) -> None:
+    static = tmp_path / "static-agent"
+    static.write_bytes(_elf([1]))
+    static.chmod(0o755)
+    ok, why = preloadable(str(static))
+    assert not ok and "statically linked" in why
+    script = tmp_path / "agent"
+    script.write_text("#!/usr/bin/env static-agent\n")
+    ok, why = preloadable(str(script), env_path=str(tmp_path))
+    assert not ok and "statically linked" in why, why
+    ok, why = preloadable(sys.executable)
+    assert ok, why
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    assert preloadable(str(text)) == (False, f"{text} is neither an ELF executable nor a #! script")
+
+
+def test_a_missing_library_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CONFORMANCE_FAKETIME_LIB", str(tmp_path / "nope.so"))
+    with pytest.raises(WarpRefused, match="nope.so"):
+        find_library()
+
+
+def test_the_environment_puts_the_process_on_the_fast_clock() -> None:
+    env = warp_env(Warp(20, "/lib/libfaketimeMT.so.1"))
+    assert env == {"LD_PRELOAD": "/lib/libfaketimeMT.so.1", "FAKETIME": "+0 x20"}
+    clock = Clock("/lib/x.so", speed=20, timing_speed=None)
+    assert clock.scale(timing=False) == pytest.approx(0.05)
+    assert clock.scale(timing=True) == 1.0  # timing too loose at any speed: real time
+    assert clock.warp_for(0.05) == Warp(20, "/lib/x.so")
+    assert clock.warp_for(1.0) is None
+
+
+@pytest.mark.parametrize(
+    ("overheads_ms", "accepted", "timing_ok", "why"),
+    [
+        ([20, 22, 21, 20], True, True, "accepted"),
+        ([20, 90, 21, 20], True, False, "timing is judged in real time"),
+        ([20, 20 - 100, 20, 20 - 100], False, False, "effective speed"),  # 4 s waits too short
+    ],
+)
+def test_the_calibration_judges_speed_and_spread(overheads_ms, accepted, timing_ok, why) -> None:
+    speed = 10.0
+    waits = [a / speed + o / 1000 for a, o in zip(ASKED_S, overheads_ms, strict=True)]
+    cal = judge(speed, waits)
+    assert (cal.accepted, cal.timing_ok) == (accepted, timing_ok), cal
+    assert why in cal.reason
+    if accepted:
+        # An uneven overhead blurs the speed as well; an even one leaves it exact.
+        assert cal.effective_speed == pytest.approx(speed, rel=0.05 if timing_ok else 0.25)
+        assert cal.overhead_s == pytest.approx(sum(overheads_ms) / 4000)
+        assert (cal.spread_s * speed <= SPREAD_LIMIT_S) == timing_ok
+
+
+def test_a_calibration_without_its_retries_is_refused() -> None:
+    cal = judge(10.0, [0.1, 0.4])
+    assert not cal.accepted and "2 waits measured" in cal.reason
+
+
+# -- a real dynamically linked program under libfaketime ---------------------------------------
+
+NODE_AGENT = r"""#!/usr/bin/env node
+// A fake shipped agent: chat completions, honouring Retry-After in seconds or as an HTTP-date,
+// waiting with setTimeout (which libfaketime speeds up) and reading dates with Date.now.
+const base = process.env.FAKE_BASE_URL, key = process.env.FAKE_API_KEY;
+async function main() {
+  for (let i = 0; i < 12; i++) {
+    const r = await fetch(base + "/chat/completions", {
+      method: "POST",
+      headers: {"Authorization": "Bearer " + key, "Content-Type": "application/json"},
+      body: JSON.stringify({model: "m", stream: false,
+                            messages: [{role: "user", content: process.argv.at(-1)}]}),
+    });
+    if (r.status === 429) {
+      const ra = r.headers.get("retry-after") || "1";
+      const ms = /^\d+$/.test(ra) ? Number(ra) * 1000 : Date.parse(ra) - Date.now();
+      await r.text();
+      await new Promise((done) => setTimeout(done, Math.max(0, ms)));
+      continue;
+    }
+    console.log((await r.json()).choices[0].message.content);
+    return;
+  }
+  process.exit(1);
+}
+main();
+"""
+
+NODE_PROFILE = """\
+name: node-fake
+description: a Node fake shipped agent
+install:
+  npm: "node-fake@1.0.0"
+  bin: node-fake
+command: ["{bin}", "{prompt}"]
+env:
+  FAKE_BASE_URL: "{base_url}"
+  FAKE_API_KEY: "{api_key}"
+capabilities: []
+output: text
+time_warp: [10]
+"""
+
+
+def _warp_ready() -> str | None:
+    if shutil.which("node") is None:
+        return "needs node"
+    try:
+        find_library()
+    except WarpRefused as exc:
+        return str(exc)
+    return None
+
+
+needs_warp = pytest.mark.skipif(_warp_ready() is not None, reason=str(_warp_ready()))
+
+
+@pytest.fixture
+def gateway() -> Iterator[SyncGateway]:
+    gw = SyncGateway(Gateway())
+    gw.start()
+    try:
+        yield gw
+    finally:
+        gw.stop()
+
+
+@pytest.fixture
+def node_agent(tmp_path: Path) -> ShippedAdapter:
+    script = tmp_path / "node-fake"
+    script.write_text(NODE_AGENT)
+    script.chmod(0o755)
+    profile = tmp_path / "node-fake.yaml"
+    profile.write_text(NODE_PROFILE)
+    return ShippedAdapter(profile, bin_path=str(script), use_netns=False)
+
+
+@needs_warp
+def test_a_node_agent_runs_on_the_fast_clock_and_its_waits_are_judged(
+    gateway: SyncGateway, node_agent: ShippedAdapter
+) -> None:
+    accepted = calibrate(gateway, node_agent, "openai_chat")
+    cal = accepted.get(10.0)
+    assert cal is not None, node_agent.warp_note
+    # Its clock ran about ten times as fast: 4 s and 1 s asked, about 0.3 s apart on the wire.
+    assert cal.effective_speed == pytest.approx(10, rel=0.25)
+    # Judge its timing on the fast clock whatever the spread on this machine was.
+    node_agent.use_clock(10.0, 10.0, accepted, node_agent.warp_note)
+    for name, criterion in (
+        ("rty-01-retry-after-seconds", "RTY-01"),
+        ("rty-02-retry-after-http-date", "RTY-02"),
+    ):
+        entry, verdicts = run_scenario(gateway, node_agent, load_scenario(RTY / f"{name}.yaml"))
+        assert entry["journal"]["time_scale"] == pytest.approx(0.1)
+        assert entry["clock"]["time_warp"] == 10.0
+        assert verdicts[criterion]["verdict"] == "PASS", verdicts[criterion]
+        chat = [e for e in entry["journal"]["entries"] if e["kind"] == "chat"]
+        # The gateway wrote its HTTP-dates in the agent's clock, and says when that was.
+        first = chat[0]["response"]
+        assert first["t_agent_wall_headers"] > first["t_wall_headers"]
+        real_s = (chat[1]["t_arrival_ns"] - chat[0]["response"]["t_end_ns"]) / 1e9
+        # A 2 s (RTY-01) or about 3 s (RTY-02) wait took a tenth of that in real time.
+        assert real_s < 1.0, real_s
+
+
+@needs_warp
+def test_without_the_warp_the_same_agent_runs_in_real_time(
+    gateway: SyncGateway, node_agent: ShippedAdapter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONFORMANCE_FAKETIME_LIB", "/nonexistent/libfaketimeMT.so.1")
+    assert calibrate(gateway, node_agent, "openai_chat") == {}
+    assert "refused" in node_agent.warp_note and "/nonexistent" in node_agent.warp_note
+    assert node_agent.fixed_time_scale(False) is None
+    assert "time_scale" not in node_agent.capabilities()
