@@ -27,7 +27,7 @@ from typing import Any, Literal, cast, overload
 
 from aiohttp import web
 
-from fakes.clock import overshoot
+from fakes.control import add_control_routes
 from fakes.dialects import REGISTRY, anthropic_messages
 from fakes.errors import FakesError, ScenarioError
 from fakes.hold import hold_headers
@@ -86,9 +86,7 @@ class GatewayApp:
         r.add_post("/_control/sessions", self._create)
         r.add_get("/_control/sessions/{sid}/journal", self._journal)
         r.add_delete("/_control/sessions/{sid}", self._drop)
-        r.add_get("/_control/sessions/{sid}/headers/{step}", self._headers_out)
-        r.add_put("/_control/sessions/{sid}/agent_clock", self._agent_clock)
-        r.add_get("/_control/calibrate", self._calibrate)
+        add_control_routes(r, self.sessions)
         for d in REGISTRY.values():  # one endpoint per dialect (Anthropic's takes ?beta=true too)
             r.add_post("/s/{sid}" + d.PATH, functools.partial(self._chat, dialect=d.NAME))
         r.add_post("/s/{sid}/v1/messages/count_tokens", self._count_tokens)
@@ -236,44 +234,6 @@ class GatewayApp:
         if st is None:
             return _err(404, f"unknown session {request.match_info['sid']!r}")
         return web.json_response(st.journal())
-
-    async def _headers_out(self, request: web.Request) -> web.Response:
-        """Wait (up to ``?timeout=`` s, at most 5) until the response served by script step
-        ``step`` has its headers out: ``{"sent": true|false}``. The abort watcher of a harness
-        in another process waits here instead of polling the journal."""
-        st = self.sessions.get(request.match_info["sid"])
-        if st is None:
-            return _err(404, f"unknown session {request.match_info['sid']!r}")
-        try:
-            step = int(request.match_info["step"])
-            timeout = min(5.0, max(0.0, float(request.query.get("timeout", "1"))))
-        except ValueError:
-            return _err(400, "step must be an integer and timeout a number of seconds")
-        return web.json_response({"sent": await st.wait_headers(step, timeout)})
-
-    async def _agent_clock(self, request: web.Request) -> web.Response:
-        """The session's agent runs on a fast clock: body ``{"origin", "speed"}`` (real wall
-        time it started from, its speed); HTTP-dates are then rendered in that clock."""
-        st = self.sessions.get(request.match_info["sid"])
-        if st is None:
-            return _err(404, f"unknown session {request.match_info['sid']!r}")
-        try:
-            data = await request.json()
-            origin, speed = float(data["origin"]), float(data["speed"])
-        except (ValueError, KeyError, TypeError) as e:
-            return _err(400, f"agent clock: a JSON body {{origin, speed}} of numbers: {e}")
-        if not speed > 0:
-            return _err(400, f"agent clock speed must be > 0, got {speed!r}")
-        st.agent_clock = (origin, speed)
-        return web.json_response({"origin": origin, "speed": speed})
-
-    async def _calibrate(self, request: web.Request) -> web.Response:
-        """Timer overshoot of this gateway's event loop over ``?seconds=`` (at most 2)."""
-        try:
-            seconds = min(2.0, max(0.01, float(request.query.get("seconds", "0.3"))))
-        except ValueError:
-            return _err(400, "seconds must be a number")
-        return web.json_response(await overshoot(seconds))
 
     async def _drop(self, request: web.Request) -> web.Response:
         if not await self.drop_now(request.match_info["sid"]):

@@ -110,3 +110,20 @@ def test_the_process_ends_when_its_parent_lets_go():
     assert not gw.alive()
     with pytest.raises(Exception, match="gateway process"):
         gw.create_session(FAIL_THEN_REPLY)
+
+
+def test_the_agents_fast_clock_is_set_over_the_control_api(remote):
+    dated = scenario({"fault": {"http_error": {"status": 429, "retry_after_date": 3}}})
+    s = remote.create_session(dated, time_scale=0.01)
+    origin = time.time() - 100.0
+    s.set_agent_clock(origin, 10.0)
+    with httpx.Client(timeout=5) as c:
+        post(c, s.base_url, stream=False)
+    (e,) = s.journal()["entries"]
+    resp = e["response"]
+    wall = resp["t_wall_headers"]
+    assert resp["t_agent_wall_headers"] == pytest.approx(origin + (wall - origin) * 10, abs=1e-3)
+    with pytest.raises(ValueError, match="speed must be > 0"):
+        s.set_agent_clock(origin, 0)
+    with pytest.raises(Exception, match="unknown session"):
+        remote.call("PUT", "/_control/sessions/nope/agent_clock", {"origin": 0, "speed": 2})
