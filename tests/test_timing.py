@@ -54,3 +54,23 @@ def test_the_results_hold_the_largest_allowances_and_every_calibration():
     doc = run_timing([a, b])
     assert doc["late_slack_s"] == b["late_slack_s"] and doc["noise_s"] == b["noise_s"]
     assert [c["process"] for c in doc["calibrations"]] == ["gw0", "gw1"]
+
+
+def test_a_run_measures_the_machine_and_says_so_in_its_results(tmp_path, monkeypatch):
+    import json
+    from pathlib import Path
+
+    from conformance.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    healthy = (
+        Path(__file__).resolve().parents[1] / "scenarios/criteria/str/str-09-healthy-stream.yaml"
+    )
+    assert main(["run", "-q", "--scenario", str(healthy), "--results", "r.json"]) == 0
+    timing = json.loads(Path("r.json").read_text(encoding="utf-8"))["run"]["timing"]
+    (one,) = timing["calibrations"]  # one process ran the scenarios, with its own gateway
+    assert one["process"] == "main" and one["harness"]["n"] > 10 and one["gateway"]["n"] > 10
+    assert timing["late_slack_s"] == one["late_slack_s"] >= LATE_FLOOR_S
+    assert timing["noise_s"] == one["noise_s"] >= NOISE_FLOOR_S
+    index = Path("conformance-report", "index.html").read_text(encoding="utf-8")
+    assert "Timing measured at the start of the run (1 process(es))" in index
