@@ -184,6 +184,14 @@ class Evidence:
         """The per-attempt scheduling slack in nominal seconds."""
         return (self.timing.early_slack_s + self.overhead_spread_s) / self.time_scale
 
+    def slack_after(self, failed: Entry | None) -> float:
+        """How early the attempt after ``failed`` may come, in nominal seconds: the slack, and
+        when ``failed`` ended with the client gone, the gateway's wake-up allowance too (that
+        end is stamped when the gateway's loop noticed it, late by its lag, so the wait after it
+        reads short)."""
+        gone = failed is not None and response_of(failed).get("end") == "client_gone"
+        return self.slack + (self.timing.wakeup_s / self.time_scale if gone else 0.0)
+
     @property
     def late_slack(self) -> float:
         """How late an attempt may be, beyond its upper bound, in nominal seconds."""

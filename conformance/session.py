@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import shutil
 import signal
 import sys
@@ -171,6 +170,7 @@ class RunSession:
         self._agent_results: list[dict] | None = None  # from run_in_process
         self._stack = contextlib.ExitStack()
         self._gateway: Any = None
+        self.process = "main"  # which of the run's processes this is (the xdist worker's id)
         self.timing: Timing = DEFAULT_TIMING  # this process's, once its gateway started
         self._calibrations: dict[str, dict] = {}  # every process's, by process
 
@@ -240,9 +240,8 @@ class RunSession:
             from fakes.remote import GatewayProcess
 
             gateway = self._stack.enter_context(GatewayProcess.running())
-            process = os.environ.get("PYTEST_XDIST_WORKER", "main")
-            self.timing = measure(gateway, process=process)
-            self._calibrations[process] = self.timing.as_dict()
+            self.timing = measure(gateway, process=self.process)
+            self._calibrations[self.process] = self.timing.as_dict()
             self._gateway = gateway
         return self._gateway
 

@@ -17,6 +17,10 @@ run the N processes do so together, under the run's own parallelism. From the fi
   ``NOISE_CAP_S``.
 - ``early_slack_s``: how early an attempt may come, a constant (``EARLY_SLACK_S``): a wait is
   cut short only by the few microseconds between a byte going out and its stamp.
+- ``wakeup_s``: how much earlier still after an attempt that ended with the client gone (a
+  request the agent timed out): that end is stamped when the gateway's loop noticed it, so it
+  is late by the gateway's lag and the wait after it reads short: ``WAKEUP_FACTOR`` times the
+  gateway's 99th percentile, at most ``WAKEUP_CAP_S``.
 
 Without a calibration (a single scenario run by a test, the golden pins) the floors apply.
 """
@@ -52,6 +56,8 @@ LATE_CAP_S = 0.1
 NOISE_FLOOR_S = 0.004
 NOISE_FACTOR = 2.0
 NOISE_CAP_S = 0.02
+WAKEUP_FACTOR = 2.0
+WAKEUP_CAP_S = 0.02
 CALIBRATION_S = 0.3
 
 
@@ -62,6 +68,7 @@ class Timing:
     early_slack_s: float = EARLY_SLACK_S
     late_slack_s: float = LATE_FLOOR_S
     noise_s: float = NOISE_FLOOR_S
+    wakeup_s: float = 0.0
     # The figures measured (``fakes.clock.summary`` of the harness's and the gateway's loop),
     # None when nothing was measured.
     harness: dict[str, Any] | None = None
@@ -82,7 +89,10 @@ def timing_from(harness: dict[str, Any], gateway: dict[str, Any] | None) -> Timi
     p90 = (float(harness.get("p90_ms", 0)) + float(g.get("p90_ms", 0))) / 1000
     late = min(LATE_CAP_S, LATE_FLOOR_S + LATE_FACTOR * p99)
     noise = min(NOISE_CAP_S, NOISE_FLOOR_S + NOISE_FACTOR * p90)
-    return Timing(EARLY_SLACK_S, round(late, 4), round(noise, 4), harness, gateway)
+    wakeup = min(WAKEUP_CAP_S, WAKEUP_FACTOR * float(g.get("p99_ms", 0)) / 1000)
+    return Timing(
+        EARLY_SLACK_S, round(late, 4), round(noise, 4), round(wakeup, 4), harness, gateway
+    )
 
 
 def measure(gateway: Any, seconds: float = CALIBRATION_S, process: str = "") -> Timing:
@@ -106,7 +116,7 @@ def run_timing(calibrations: list[dict[str, Any]]) -> dict[str, Any] | None:
     judged with, and every process's calibration (None when none calibrated)."""
     if not calibrations:
         return None
-    keys = ("early_slack_s", "late_slack_s", "noise_s")
-    out: dict[str, Any] = {k: max(float(c[k]) for c in calibrations) for k in keys}
+    keys = ("early_slack_s", "late_slack_s", "noise_s", "wakeup_s")
+    out: dict[str, Any] = {k: max(float(c.get(k, 0.0)) for c in calibrations) for k in keys}
     out["calibrations"] = sorted(calibrations, key=lambda c: str(c.get("process")))
     return out

@@ -74,3 +74,29 @@ def test_a_run_measures_the_machine_and_says_so_in_its_results(tmp_path, monkeyp
     assert timing["noise_s"] == one["noise_s"] >= NOISE_FLOOR_S
     index = Path("conformance-report", "index.html").read_text(encoding="utf-8")
     assert "Timing measured at the start of the run (1 process(es))" in index
+
+
+def test_after_a_request_the_agent_timed_out_a_wait_may_read_shorter_by_the_gateways_lag():
+    from conformance.checks import run_check
+    from conformance.evidence import nominal_backoff
+    from conformance.timing import Timing
+    from tests.checks.synth import Journal
+
+    def run(end: str) -> Journal:
+        j = Journal(scale=0.02)
+        for n in range(1, 6):
+            e = j.chat(503, wait=nominal_backoff(n - 1) if n > 1 else 0.0)
+            if end == "client_gone":  # the agent gave up waiting for the headers
+                e["response"].update(status=None, end="client_gone")
+                e["fault"] = "delay_headers"
+        # Retry 5 (band from 6 s nominal, 120 ms real) 8 ms real early: by more than the 5 ms
+        # slack, by less than the slack and a 10 ms wake-up allowance.
+        j.chat(200, wait=nominal_backoff(5) * 0.75 - 0.008 / 0.02)
+        return j
+
+    lagging = Timing(wakeup_s=0.01)
+    gone = run("client_gone")
+    assert run_check("RTY-06", gone.evidence(timing=lagging)).outcome == "pass"
+    assert run_check("RTY-06", gone.evidence()).outcome == "fail"  # no lag measured
+    # An end stamped when the reply's last byte went out is not late: no allowance.
+    assert run_check("RTY-05", run("complete").evidence(timing=lagging)).outcome == "fail"

@@ -67,19 +67,22 @@ def asked_core(asked_s: float) -> tuple[float, float]:
     return asked_s, asked_s * JITTER_HIGH
 
 
-def widened(ev: Evidence, core: tuple[float, float]) -> tuple[float, float]:
-    """A band as judged: widened by the scheduling slack, early and late."""
-    return core[0] - ev.slack, core[1] + ev.late_slack
+def widened(
+    ev: Evidence, core: tuple[float, float], after: ChatEntry | None = None
+) -> tuple[float, float]:
+    """A band as judged: widened by the scheduling slack, early and late (early, by the slack
+    after the failed attempt ``after``: ``Evidence.slack_after``)."""
+    return core[0] - ev.slack_after(after), core[1] + ev.late_slack
 
 
-def backoff_band(ev: Evidence, n: int) -> tuple[float, float]:
+def backoff_band(ev: Evidence, n: int, after: ChatEntry | None = None) -> tuple[float, float]:
     """The nominal seconds retry ``n`` may wait without Retry-After, as RTY-03 judges it."""
-    return widened(ev, backoff_core(n))
+    return widened(ev, backoff_core(n), after)
 
 
-def asked_band(ev: Evidence, asked_s: float) -> tuple[float, float]:
+def asked_band(ev: Evidence, asked_s: float, after: ChatEntry | None = None) -> tuple[float, float]:
     """The nominal seconds the attempt after a server-asked wait may wait, as judged."""
-    return widened(ev, asked_core(asked_s))
+    return widened(ev, asked_core(asked_s), after)
 
 
 def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Finding:
@@ -96,7 +99,7 @@ def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Findi
         if status_of(r.failed) not in statuses or asked_wait(r.failed) is not None:
             continue
         nom = nominal_backoff(r.n)
-        lo, hi = backoff_band(ev, r.n)
+        lo, hi = backoff_band(ev, r.n, r.failed)
         judged.append(f"retry {r.n}: {seconds(r.wait)} (nominal {nom}s)")
         if not lo <= r.wait <= hi:
             return failed(
@@ -138,7 +141,7 @@ def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
         if asked is None or asked[1] != kind:
             continue
         s = asked[0]
-        lo, hi = asked_band(ev, s)
+        lo, hi = asked_band(ev, s, r.failed)
         judged.append(f"asked {s:.3f}s, waited {seconds(r.wait)}")
         if not lo <= r.wait <= hi:
             return failed(

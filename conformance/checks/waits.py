@@ -53,13 +53,18 @@ def _rule(ev: Evidence, r: Retry) -> tuple[Band | None, Band | None, str | None,
                 "RTY-14",
                 f"{_ASKED_HOW[how]} {s:g} s: excessive",
             )
-        return asked_band(ev, s), asked_core(s), _ASKED_RULE[how], f"{_ASKED_HOW[how]} {s:g} s"
+        return (
+            asked_band(ev, s, r.failed),
+            asked_core(s),
+            _ASKED_RULE[how],
+            f"{_ASKED_HOW[how]} {s:g} s",
+        )
     status = status_of(r.failed)
     rule = _BACKOFF_RULE.get(status) if status is not None else "RTY-06"
     if rule is not None:
         what = "no response" if status is None else str(status)
         basis = f"{what}; backoff {nominal_backoff(r.n):g} s"
-        return backoff_band(ev, r.n), backoff_core(r.n), rule, basis
+        return backoff_band(ev, r.n, r.failed), backoff_core(r.n), rule, basis
     if status is not None and status < 400:
         return None, None, None, f"a broken response (status {status}): no wait rule"
     return None, None, None, f"status {status}: no wait rule"
