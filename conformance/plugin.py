@@ -75,7 +75,7 @@ class _State:
         self.labels = [a.label for a in session.agents]
         self.is_worker = hasattr(config, "workerinput")
         if self.is_worker:  # its timing measurement is labelled with it (conformance.timing)
-            session.process = str(config.workerinput.get("workerid", "worker"))
+            session.process = str(getattr(config, "workerinput", {}).get("workerid", "worker"))
         self.test_session: pytest.Session | None = None
 
     # Hooks of this run (registered as a plugin by pytest_configure).
