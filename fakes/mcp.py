@@ -1,0 +1,188 @@
+"""The MCP tool host: a session's hosted tools over MCP's streamable HTTP transport.
+
+Theory of operation: ``POST /s/<sid>/mcp`` carries one JSON-RPC message. ``initialize`` opens an
+MCP session (its id goes out in ``Mcp-Session-Id``, the protocol version is the client's when
+served, else the newest served); every later message must carry that id (none: 400; unknown or
+deleted: 404, the transport's "start again"). ``tools/list`` offers the scenario's ``tools``;
+``tools/call`` runs the scenario's scripted behaviour of that tool (``fakes.toolhost``, the same
+per-tool cursor as ``POST /s/<sid>/tools/<tool>``) and maps it onto an MCP result. Notifications
+and client responses get 202. ``GET`` (a server-initiated stream) is not offered: 405. ``DELETE``
+ends the MCP session. Bodies are rendered here as bytes, so the journal keeps what was sent.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from aiohttp import web
+
+from fakes.journal import McpEntry
+from fakes.session import SessionState
+from fakes.toolhost import tool_reply
+
+__all__ = ["PROTOCOL_VERSIONS", "ENTRY_FIELDS", "SESSION_HEADER", "VERSION_HEADER", "serve"]
+
+# The handshake-era revisions (``initialize``); the stateless 2026-07-28 revision, which a client
+# probes with ``server/discover``, is not served: the probe gets 400 and clients fall back.
+PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+SESSION_HEADER = "Mcp-Session-Id"
+VERSION_HEADER = "MCP-Protocol-Version"
+SERVER_INFO = {"name": "agent-conformance-tool-host", "version": "1"}
+
+# JSON-RPC error codes (JSON-RPC 2.0; -32001 is MCP's request timeout).
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
+INTERNAL_ERROR, REQUEST_TIMEOUT, SERVER_ERROR = -32603, -32001, -32000
+
+# An MCP entry's own fields (contracts §2), as a new entry has them.
+ENTRY_FIELDS: dict[str, Any] = {
+    "mcp_session": None,
+    "rpc_method": None,
+    "rpc_id": None,
+    "tool": None,
+    "arguments": None,
+    "behaviour": None,
+    "result": None,
+    "error": None,
+}
+
+
+def _bytes(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _reply(
+    e: McpEntry,
+    status: int,
+    message: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> web.Response:
+    """The HTTP response carrying ``message`` (JSON), or an empty body; the JSON-RPC result or
+    error is noted in the entry."""
+    if message is None:
+        return web.Response(status=status, headers=headers)
+    e["result"], e["error"] = message.get("result"), message.get("error")
+    return web.Response(
+        status=status, body=_bytes(message), content_type="application/json", headers=headers
+    )
+
+
+def _error(e: McpEntry, status: int, code: int, text: str, rpc_id: Any = None) -> web.Response:
+    msg = {"jsonrpc": "2.0", "id": rpc_id, "error": {"code": code, "message": text}}
+    return _reply(e, status, msg)
+
+
+def _result(e: McpEntry, rpc_id: Any, result: dict[str, Any], **headers: str) -> web.Response:
+    return _reply(e, 200, {"jsonrpc": "2.0", "id": rpc_id, "result": result}, headers or None)
+
+
+async def serve(st: SessionState, request: web.Request, e: McpEntry) -> web.Response:
+    """Answer one request to the session's MCP endpoint, filling ``e`` as it goes."""
+    sid = request.headers.get(SESSION_HEADER)
+    e["mcp_session"] = sid
+    if request.method == "GET":
+        return web.Response(status=405, headers={"Allow": "POST, DELETE"})
+    if request.method == "DELETE":
+        if sid is None or st.mcp_sessions.pop(sid, None) is None:
+            return _reply(e, 404 if sid else 400)
+        return _reply(e, 200)
+    if request.method != "POST":
+        return web.Response(status=405, headers={"Allow": "POST, DELETE"})
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge as ex:
+        e["body_error"] = "body too large"
+        return _error(e, 413, INVALID_REQUEST, f"request body too large: {ex.text}")
+    try:
+        msg = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as ex:
+        e["body_error"] = f"invalid JSON: {ex}"
+        return _error(e, 400, PARSE_ERROR, f"Parse error: {ex}")
+    e["body"] = msg
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+        e["body_error"] = "not a JSON-RPC 2.0 message"
+        why = "a batch (JSON array) is not accepted" if isinstance(msg, list) else "not JSON-RPC"
+        return _error(e, 400, INVALID_REQUEST, f"Invalid Request: {why}; send one message")
+    method, rpc_id = msg.get("method"), msg.get("id")
+    e["rpc_method"], e["rpc_id"] = method, rpc_id
+    if not isinstance(method, str):  # a client's response to a server request: none are made
+        return _reply(e, 202)
+    if method == "initialize":
+        return _initialize(st, e, msg)
+    version = request.headers.get(VERSION_HEADER)
+    if version is not None and version not in PROTOCOL_VERSIONS:
+        return _error(
+            e,
+            400,
+            INVALID_REQUEST,
+            f"Bad Request: unsupported {VERSION_HEADER} {version!r}",
+            rpc_id,
+        )
+    if sid is None:
+        return _error(
+            e, 400, INVALID_REQUEST, f"Bad Request: {SESSION_HEADER} header required", rpc_id
+        )
+    if sid not in st.mcp_sessions:
+        return _error(e, 404, INVALID_REQUEST, f"Session not found: {sid!r}", rpc_id)
+    if "id" not in msg:  # a notification (initialized, cancelled, ...): accepted, no answer
+        return _reply(e, 202)
+    params = msg.get("params")
+    if method == "ping":
+        return _result(e, rpc_id, {})
+    if method == "tools/list":
+        return _result(e, rpc_id, {"tools": [_tool(t) for t in st.scenario.tools]})
+    if method == "tools/call":
+        return await _call(st, e, rpc_id, params if isinstance(params, dict) else {})
+    return _error(e, 200, METHOD_NOT_FOUND, f"Method not found: {method}", rpc_id)
+
+
+def _initialize(st: SessionState, e: McpEntry, msg: dict[str, Any]) -> web.Response:
+    params = msg.get("params")
+    asked = params.get("protocolVersion") if isinstance(params, dict) else None
+    version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
+    sid = uuid.uuid4().hex
+    st.mcp_sessions[sid] = version
+    e["mcp_session"] = sid
+    result = {
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": True}},
+        "serverInfo": SERVER_INFO,
+    }
+    return _result(e, msg.get("id"), result, **{SESSION_HEADER: sid})
+
+
+def _tool(t: dict[str, Any]) -> dict[str, Any]:
+    out = {"name": t["name"], "inputSchema": t.get("parameters") or {"type": "object"}}
+    if "description" in t:
+        out["description"] = t["description"]
+    return out
+
+
+def _text(text: str, is_error: bool) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "isError": is_error}
+
+
+async def _call(st: SessionState, e: McpEntry, rpc_id: Any, params: dict[str, Any]) -> web.Response:
+    name, args = params.get("name"), params.get("arguments")
+    e["tool"], e["arguments"] = name, args
+    if not isinstance(name, str) or not any(t["name"] == name for t in st.scenario.tools):
+        return _error(e, 200, INVALID_PARAMS, f"Unknown tool: {name!r}", rpc_id)
+    script = st.scenario.tool_host.get(name)
+    if not script:
+        problem = e["harness_error"] = f"tool {name!r} has no scripted behaviour"
+        return _error(e, 200, INTERNAL_ERROR, problem, rpc_id)
+    i = st.tool_cursor.get(name, 0)
+    st.tool_cursor[name] = i + 1
+    beh = script[min(i, len(script) - 1)]
+    kind = e["behaviour"] = next(iter(beh))
+    _status, payload = await tool_reply(beh, st.time_scale)
+    reply: dict[str, Any] = payload if isinstance(payload, dict) else {}
+    err: dict[str, Any] | None = reply.get("error")
+    if kind == "transient" and err:  # the call did not run: a protocol error, a client may retry
+        return _error(e, 200, SERVER_ERROR, str(err["message"]), rpc_id)
+    if kind == "hang":  # the host gave up waiting for the tool
+        return _error(e, 200, REQUEST_TIMEOUT, "tool timed out", rpc_id)
+    if err:  # error, permission_denied: the tool ran and failed
+        return _result(e, rpc_id, _text(str(err["message"]), True))
+    return _result(e, rpc_id, _text(str(reply.get("output", "")), False))

@@ -1,0 +1,226 @@
+"""The MCP tool host (``/s/<sid>/mcp``), judged by the official MCP client and by raw HTTP.
+
+The SDK's ``Client`` is the oracle: what it accepts and how it reads each result is what an
+agent built on it meets. Raw requests cover what the SDK never sends (no session id, a bad body,
+a batch) and the exact status codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+from gw_wire import scenario
+from mcp import Client, MCPError
+
+from fakes.mcp import PROTOCOL_VERSIONS, SESSION_HEADER
+from fakes.pytest_plugin import sessions_on
+
+PARAMS = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+
+
+def tool_scenario(**tool_host: list[dict[str, Any]]) -> dict[str, Any]:
+    tools = [{"name": n, "description": f"the {n} tool", "parameters": PARAMS} for n in tool_host]
+    tools.append({"name": "bare"})  # offered, no parameters, no behaviour
+    return scenario({"reply": {"text": "x"}}, tools=tools, tool_host=tool_host)
+
+
+@pytest.fixture
+def http_session(fake_gateway: Any) -> Any:
+    """Sessions on the plain-HTTP gateway, where the SDK client needs no CA."""
+    yield from sessions_on(fake_gateway)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def mcp_entries(s: Any) -> list[dict[str, Any]]:
+    entries = s.journal()["entries"]
+    assert all(e["kind"] == "mcp" for e in entries)
+    return entries
+
+
+def test_sdk_client_lists_and_calls_tools_and_pings(http_session):
+    s = http_session(
+        tool_scenario(
+            write_file=[
+                {"output": "wrote 2 bytes"},
+                {"error": {"message": "disk full"}},
+                {"permission_denied": {"reason": "read-only checkout"}},
+                {"large_output": {"bytes": 5000}},
+            ]
+        )
+    )
+
+    async def session() -> tuple[Any, ...]:
+        async with Client(s.mcp_endpoint) as c:
+            tools = (await c.list_tools()).tools
+            calls = [await c.call_tool("write_file", {"path": "a.txt"}) for _ in range(4)]
+            return c.session.protocol_version, tools, calls
+
+    version, tools, calls = run(session())
+    assert version == PROTOCOL_VERSIONS[-1]
+    assert [(t.name, t.description, t.input_schema) for t in tools] == [
+        ("write_file", "the write_file tool", PARAMS),
+        ("bare", None, {"type": "object"}),
+    ]
+    texts = [(r.is_error, r.content[0].text) for r in calls]
+    assert texts[:3] == [
+        (False, "wrote 2 bytes"),
+        (True, "disk full"),
+        (True, "read-only checkout"),
+    ]
+    assert texts[3][0] is False and len(texts[3][1]) == 5000
+
+    entries = mcp_entries(s)
+    methods = [(e["method"], e["rpc_method"], e["response"]["status"]) for e in entries]
+    # The SDK probes the stateless revision first, is refused, and falls back to `initialize`.
+    assert methods[0] == ("POST", "server/discover", 400)
+    assert ("POST", "initialize", 200) in methods
+    assert ("POST", "notifications/initialized", 202) in methods
+    assert ("GET", None, 405) in methods  # no server-initiated stream
+    assert methods[-1] == ("DELETE", None, 200)  # the client ended the session
+    init = next(e for e in entries if e["rpc_method"] == "initialize")
+    sid = init["response"]["headers"]["mcp-session-id"]
+    assert init["mcp_session"] == sid and init["result"]["protocolVersion"] == version
+    assert init["result"]["capabilities"] == {"tools": {"listChanged": True}}
+    calls_j = [e for e in entries if e["rpc_method"] == "tools/call"]
+    assert [e["behaviour"] for e in calls_j] == [
+        "output",
+        "error",
+        "permission_denied",
+        "large_output",
+    ]
+    assert all(e["tool"] == "write_file" and e["arguments"] == {"path": "a.txt"} for e in calls_j)
+    assert all(e["mcp_session"] == sid for e in entries[entries.index(init) :])
+    assert calls_j[1]["result"]["isError"] is True and calls_j[1]["error"] is None
+
+
+@pytest.mark.filterwarnings("ignore:ping is removed")
+def test_ping_and_transient_hang_and_unknown_tool_as_json_rpc_errors(http_session):
+    s = http_session(tool_scenario(flaky=[{"transient": {"message": "try again"}}, {"hang": 5}]))
+
+    async def session() -> list[MCPError]:
+        errors = []
+        async with Client(s.mcp_endpoint, mode="legacy") as c:
+            await c.send_ping()  # a handshake-era method (the SDK warns whatever the mode)
+            for name in ("flaky", "flaky", "nope", "bare"):
+                with pytest.raises(MCPError) as got:
+                    await c.call_tool(name, {"path": "p"})
+                errors.append(got.value)
+        return errors
+
+    errors = run(session())
+    assert [(e.code, e.message) for e in errors[:3]] == [
+        (-32000, "try again"),
+        (-32001, "tool timed out"),
+        (-32602, "Unknown tool: 'nope'"),
+    ]
+    assert errors[3].code == -32603 and "no scripted behaviour" in errors[3].message
+    entries = mcp_entries(s)
+    assert any(e["rpc_method"] == "ping" and e["result"] == {} for e in entries)
+    bare = [e for e in entries if e["tool"] == "bare"]
+    assert bare[0]["harness_error"] == "tool 'bare' has no scripted behaviour"
+
+
+def test_the_mcp_host_and_the_http_tool_host_share_a_tools_cursor(http_session):
+    s = http_session(tool_scenario(w=[{"output": "first"}, {"output": "second"}]))
+    assert httpx.post(s.tool_endpoint + "/w", json={"arguments": {}}).json() == {"output": "first"}
+
+    async def call() -> str:
+        async with Client(s.mcp_endpoint, mode="legacy") as c:
+            return str((await c.call_tool("w", {"path": "p"})).content[0].text)
+
+    assert run(call()) == "second"
+
+
+def test_a_deleted_session_is_404_and_the_sdk_surfaces_it(http_session):
+    s = http_session(tool_scenario(w=[{"output": "ok"}]))
+
+    async def session() -> MCPError:
+        async with Client(s.mcp_endpoint, mode="legacy") as c:
+            await c.call_tool("w", {"path": "p"})
+            sid = next(e["mcp_session"] for e in s.journal()["entries"])
+            async with httpx.AsyncClient() as h:
+                r = await h.delete(s.mcp_endpoint, headers={SESSION_HEADER: sid})
+                assert r.status_code == 200
+            with pytest.raises(MCPError) as got:
+                await c.call_tool("w", {"path": "p"})
+            return got.value
+
+    err = run(session())
+    assert "Session not found" in err.message
+    last_call = [e for e in s.journal()["entries"] if e["rpc_method"] == "tools/call"][-1]
+    assert last_call["response"]["status"] == 404 and last_call["behaviour"] is None
+
+
+def rpc(method: str, id_: int | None = 1, **params: Any) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+    if id_ is not None:
+        msg["id"] = id_
+    return msg
+
+
+def initialize(client: httpx.Client, url: str, version: str) -> httpx.Response:
+    return client.post(
+        url, json=rpc("initialize", protocolVersion=version, capabilities={}, clientInfo={})
+    )
+
+
+@pytest.mark.parametrize(
+    ("asked", "served"),
+    [(v, v) for v in PROTOCOL_VERSIONS] + [("1999-01-01", PROTOCOL_VERSIONS[-1])],
+)
+def test_initialize_negotiates_the_protocol_version(gateway_session, client, asked, served):
+    s = gateway_session(tool_scenario())
+    r = initialize(client, s.mcp_endpoint, asked)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    assert r.json()["result"]["protocolVersion"] == served
+    assert r.json()["result"]["serverInfo"]["name"]
+    assert len(r.headers[SESSION_HEADER]) >= 16
+
+
+def test_raw_requests_get_the_transports_statuses(gateway_session, client):
+    s = gateway_session(tool_scenario())
+    url = s.mcp_endpoint
+    sid = initialize(client, url, "2025-06-18").headers[SESSION_HEADER]
+    with_sid = {SESSION_HEADER: sid}
+
+    missing = client.post(url, json=rpc("tools/list"))
+    assert missing.status_code == 400 and missing.json()["error"]["code"] == -32600
+    unknown = client.post(url, json=rpc("tools/list"), headers={SESSION_HEADER: "nope"})
+    assert unknown.status_code == 404 and unknown.json()["id"] == 1
+    bad_version = client.post(
+        url, json=rpc("ping"), headers={**with_sid, "MCP-Protocol-Version": "2000-01-01"}
+    )
+    assert bad_version.status_code == 400
+    note = client.post(url, json=rpc("notifications/cancelled", None), headers=with_sid)
+    assert note.status_code == 202 and note.content == b""
+    method = client.post(url, json=rpc("resources/list", 7), headers=with_sid)
+    assert method.status_code == 200
+    assert method.json() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32601, "message": "Method not found: resources/list"},
+    }
+    parse = client.post(url, content=b"{not json", headers=with_sid)
+    assert parse.status_code == 400 and parse.json()["error"]["code"] == -32700
+    batch = client.post(url, json=[rpc("ping")], headers=with_sid)
+    assert batch.status_code == 400 and "batch" in batch.json()["error"]["message"]
+    assert client.get(url, headers=with_sid).status_code == 405
+    assert client.delete(url, headers=with_sid).status_code == 200
+    assert client.delete(url, headers=with_sid).status_code == 404
+    assert client.post(url, json=rpc("ping"), headers=with_sid).status_code == 404
+
+    entries = mcp_entries(s)
+    assert entries[0]["mcp_session"] == sid
+    assert entries[2]["mcp_session"] == "nope" and entries[2]["response"]["status"] == 404
+    assert entries[6]["body_error"].startswith("invalid JSON")
+
+
+def test_an_unknown_gateway_session_is_the_gateways_404(gw, client):
+    r = client.post(gw.base_url + "/s/nosuch/mcp", json=rpc("initialize"))
+    assert r.status_code == 404 and "unknown session 'nosuch'" in r.text
