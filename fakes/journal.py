@@ -78,7 +78,7 @@ class _Entry(TypedDict):
     fault_params: dict[str, Any] | None  # its parameters
     response: Response | None
     harness_error: str | None  # why the gateway could not serve the request
-    dialect: str | None  # the endpoint's wire dialect; None for models, tool and unknown
+    dialect: str | None  # the endpoint's wire dialect; None for models, tool, mcp and unknown
 
 
 class ChatEntry(_Entry):

@@ -7,11 +7,13 @@ deleted: 404, the transport's "start again"). ``tools/list`` offers the scenario
 ``tools/call`` runs the scenario's scripted behaviour of that tool (``fakes.toolhost``, the same
 per-tool cursor as ``POST /s/<sid>/tools/<tool>``) and maps it onto an MCP result. Notifications
 and client responses get 202. ``GET`` (a server-initiated stream) is not offered: 405. ``DELETE``
-ends the MCP session. Bodies are rendered here as bytes, so the journal keeps what was sent.
+ends the MCP session. The scenario's ``mcp_faults`` (``fakes.mcp_faults``) may break the answer
+to a message instead. Bodies are rendered here as bytes, so the journal keeps what was sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from fakes.journal import McpEntry
+from fakes.mcp_faults import take_fault
 from fakes.session import SessionState
 from fakes.toolhost import tool_reply
 
@@ -108,23 +111,43 @@ async def serve(st: SessionState, request: web.Request, e: McpEntry) -> web.Resp
     e["rpc_method"], e["rpc_id"] = method, rpc_id
     if not isinstance(method, str):  # a client's response to a server request: none are made
         return _reply(e, 202)
+    if method != "initialize":
+        version = request.headers.get(VERSION_HEADER)
+        if version is not None and version not in PROTOCOL_VERSIONS:
+            why = f"Bad Request: unsupported {VERSION_HEADER} {version!r}"
+            return _error(e, 400, INVALID_REQUEST, why, rpc_id)
+        if sid is None:
+            why = f"Bad Request: {SESSION_HEADER} header required"
+            return _error(e, 400, INVALID_REQUEST, why, rpc_id)
+        if sid not in st.mcp_sessions:
+            return _error(e, 404, INVALID_REQUEST, f"Session not found: {sid!r}", rpc_id)
+    fault = take_fault(st.scenario.mcp_faults, st.mcp_counts, method)
+    if fault is None:
+        return await _answer(st, e, msg, method, rpc_id)
+    name, p = fault
+    e["fault"], e["fault_params"] = fault
+    if name == "session_expired":
+        st.mcp_sessions.pop(sid or "", None)
+        return _error(e, 404, INVALID_REQUEST, f"Session not found: {sid!r}", rpc_id)
+    if name == "rpc_error":
+        code, text = int(p.get("code", INTERNAL_ERROR)), str(p.get("message", "Internal error"))
+        return _error(e, 200, code, text, rpc_id)
+    if name == "http_error":
+        return web.Response(status=int(p["status"]), text=str(p.get("body", "")))
+    if name == "delay":
+        await asyncio.sleep(float(p["seconds"]) * st.time_scale)
+    resp = await _answer(st, e, msg, method, rpc_id)
+    if name == "malformed" and isinstance(resp.body, bytes) and resp.body:
+        return _malformed(e, resp, str(p["kind"]))
+    return resp
+
+
+async def _answer(
+    st: SessionState, e: McpEntry, msg: dict[str, Any], method: str, rpc_id: Any
+) -> web.Response:
+    """The answer to a message that passed the transport's checks."""
     if method == "initialize":
         return _initialize(st, e, msg)
-    version = request.headers.get(VERSION_HEADER)
-    if version is not None and version not in PROTOCOL_VERSIONS:
-        return _error(
-            e,
-            400,
-            INVALID_REQUEST,
-            f"Bad Request: unsupported {VERSION_HEADER} {version!r}",
-            rpc_id,
-        )
-    if sid is None:
-        return _error(
-            e, 400, INVALID_REQUEST, f"Bad Request: {SESSION_HEADER} header required", rpc_id
-        )
-    if sid not in st.mcp_sessions:
-        return _error(e, 404, INVALID_REQUEST, f"Session not found: {sid!r}", rpc_id)
     if "id" not in msg:  # a notification (initialized, cancelled, ...): accepted, no answer
         return _reply(e, 202)
     params = msg.get("params")
@@ -135,6 +158,20 @@ async def serve(st: SessionState, request: web.Request, e: McpEntry) -> web.Resp
     if method == "tools/call":
         return await _call(st, e, rpc_id, params if isinstance(params, dict) else {})
     return _error(e, 200, METHOD_NOT_FOUND, f"Method not found: {method}", rpc_id)
+
+
+def _malformed(e: McpEntry, resp: web.Response, kind: str) -> web.Response:
+    """``resp`` broken as the ``malformed`` fault says (its headers kept)."""
+    body = resp.body if isinstance(resp.body, bytes) else b""
+    if kind == "bad_json":
+        e["result"] = e["error"] = None  # no JSON-RPC message went out
+        body = body[: len(body) // 2]
+    else:  # wrong_id: the answer to a request never made
+        message = json.loads(body)
+        message["id"] = f"{message.get('id')}-other"
+        body = _bytes(message)
+    headers = {k: v for k, v in resp.headers.items() if k.lower() != "content-length"}
+    return web.Response(status=resp.status, body=body, headers=headers)
 
 
 def _initialize(st: SessionState, e: McpEntry, msg: dict[str, Any]) -> web.Response:

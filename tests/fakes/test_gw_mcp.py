@@ -8,6 +8,7 @@ a batch) and the exact status codes.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx
@@ -15,6 +16,7 @@ import pytest
 from gw_wire import scenario
 from mcp import Client, MCPError
 
+from fakes.errors import ScenarioError
 from fakes.mcp import PROTOCOL_VERSIONS, SESSION_HEADER
 from fakes.pytest_plugin import sessions_on
 
@@ -224,3 +226,95 @@ def test_raw_requests_get_the_transports_statuses(gateway_session, client):
 def test_an_unknown_gateway_session_is_the_gateways_404(gw, client):
     r = client.post(gw.base_url + "/s/nosuch/mcp", json=rpc("initialize"))
     assert r.status_code == 404 and "unknown session 'nosuch'" in r.text
+
+
+# --- MCP faults (scenario `mcp_faults`, fakes/mcp_faults.py) ---------------------------------
+
+
+def faulty(*faults: dict[str, Any]) -> dict[str, Any]:
+    return {**tool_scenario(w=[{"output": "one"}, {"output": "two"}]), "mcp_faults": list(faults)}
+
+
+def test_session_expired_after_n_calls_is_404_until_initialize_again(http_session):
+    s = http_session(faulty({"after": 1, "fault": {"session_expired": {}}}))
+
+    async def session() -> tuple[str, MCPError, str]:
+        async with Client(s.mcp_endpoint, mode="legacy") as c:
+            first = str((await c.call_tool("w", {"path": "p"})).content[0].text)
+            with pytest.raises(MCPError) as got:
+                await c.call_tool("w", {"path": "p"})
+        async with Client(s.mcp_endpoint, mode="legacy") as c:  # a new session serves again
+            again = str((await c.call_tool("w", {"path": "p"})).content[0].text)
+        return first, got.value, again
+
+    first, err, again = run(session())
+    assert first == "one" and "Session not found" in err.message
+    assert again == "two"  # the expired call never ran: the tool's cursor did not move
+    calls = [e for e in s.journal()["entries"] if e["rpc_method"] == "tools/call"]
+    assert [(e["fault"], e["response"]["status"]) for e in calls] == [
+        (None, 200),
+        ("session_expired", 404),
+        (None, 200),
+    ]
+    assert calls[0]["mcp_session"] == calls[1]["mcp_session"] != calls[2]["mcp_session"]
+
+
+def test_rpc_error_http_error_and_malformed_json_reach_the_client_as_errors(http_session):
+    s = http_session(
+        faulty(
+            {"fault": {"rpc_error": {"code": -32099, "message": "backend down"}}},
+            {"after": 1, "fault": {"http_error": {"status": 502, "body": "bad gateway"}}},
+            {"after": 2, "fault": {"malformed": {"kind": "bad_json"}}},
+        )
+    )
+
+    async def session() -> list[MCPError]:
+        errors = []
+        async with Client(s.mcp_endpoint, mode="legacy") as c:
+            for _ in range(3):
+                with pytest.raises(MCPError) as got:
+                    await c.call_tool("w", {"path": "p"})
+                errors.append(got.value)
+        return errors
+
+    errors = run(session())
+    assert (errors[0].code, errors[0].message) == (-32099, "backend down")
+    assert errors[1].code == -32603  # the SDK's stand-in for an HTTP error without JSON-RPC
+    assert errors[2].code == -32700  # parse error
+    calls = [e for e in s.journal()["entries"] if e["rpc_method"] == "tools/call"]
+    assert [e["fault"] for e in calls] == ["rpc_error", "http_error", "malformed"]
+    assert calls[1]["response"]["status"] == 502 and calls[1]["response"]["sent"] == "bad gateway"
+    sent = calls[2]["response"]["sent"]
+    assert sent.startswith('{"jsonrpc":"2.0","id":') and calls[2]["result"] is None
+    with pytest.raises(ValueError):
+        json.loads(sent)
+    assert calls[2]["behaviour"] == "output"  # the tool ran; only its answer was broken
+
+
+def test_a_slow_initialize_is_held_its_scaled_seconds(http_session):
+    s = http_session(faulty({"method": "initialize", "fault": {"delay": {"seconds": 20}}}), 0.01)
+    r = httpx.post(s.mcp_endpoint, json=rpc("initialize", protocolVersion="2025-06-18"))
+    assert r.status_code == 200 and r.json()["result"]["protocolVersion"] == "2025-06-18"
+    init = s.journal()["entries"][0]
+    held = (init["response"]["t_headers_ns"] - init["t_arrival_ns"]) / 1e9
+    assert init["fault"] == "delay" and init["fault_params"] == {"seconds": 20}
+    assert 0.2 <= held < 2.0
+
+
+def test_a_wrong_id_answer_is_not_taken_for_the_call(http_session):
+    s = http_session(faulty({"fault": {"malformed": {"kind": "wrong_id"}}}))
+    r = httpx.post(s.mcp_endpoint, json=rpc("initialize", protocolVersion="2025-06-18"))
+    sid = r.headers[SESSION_HEADER]
+    got = httpx.post(
+        s.mcp_endpoint,
+        json=rpc("tools/call", 5, name="w", arguments={}),
+        headers={SESSION_HEADER: sid},
+    )
+    assert got.json()["id"] == "5-other" and got.json()["result"]["content"][0]["text"] == "one"
+
+
+def test_mcp_faults_are_validated_with_the_scenario(http_session):
+    with pytest.raises(ScenarioError, match="mcp_faults"):
+        http_session(faulty({"fault": {"explode": {}}}))
+    with pytest.raises(ScenarioError, match="mcp_faults"):
+        http_session(faulty({"fault": {"http_error": {"status": 200}}}))
