@@ -14,7 +14,11 @@ to a message instead. Bodies are rendered here as bytes, so the journal keeps wh
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
+import struct
+import time
 import uuid
 from typing import Any
 
@@ -22,7 +26,7 @@ from aiohttp import web
 
 from fakes.journal import McpEntry
 from fakes.mcp_faults import take_fault
-from fakes.session import SessionState
+from fakes.session import SessionState, redact_headers
 from fakes.toolhost import tool_reply
 
 __all__ = ["PROTOCOL_VERSIONS", "ENTRY_FIELDS", "SESSION_HEADER", "VERSION_HEADER", "serve"]
@@ -80,7 +84,7 @@ def _result(e: McpEntry, rpc_id: Any, result: dict[str, Any], **headers: str) ->
     return _reply(e, 200, {"jsonrpc": "2.0", "id": rpc_id, "result": result}, headers or None)
 
 
-async def serve(st: SessionState, request: web.Request, e: McpEntry) -> web.Response:
+async def serve(st: SessionState, request: web.Request, e: McpEntry) -> web.StreamResponse:
     """Answer one request to the session's MCP endpoint, filling ``e`` as it goes."""
     sid = request.headers.get(SESSION_HEADER)
     e["mcp_session"] = sid
@@ -139,6 +143,8 @@ async def serve(st: SessionState, request: web.Request, e: McpEntry) -> web.Resp
     resp = await _answer(st, e, msg, method, rpc_id)
     if name == "malformed" and isinstance(resp.body, bytes) and resp.body:
         return _malformed(e, resp, str(p["kind"]))
+    if name == "cut" and isinstance(resp.body, bytes) and resp.body:
+        return await _cut(request, e, resp, p.get("at_byte"))
     return resp
 
 
@@ -158,6 +164,44 @@ async def _answer(
     if method == "tools/call":
         return await _call(st, e, rpc_id, params if isinstance(params, dict) else {})
     return _error(e, 200, METHOD_NOT_FOUND, f"Method not found: {method}", rpc_id)
+
+
+async def _cut(
+    request: web.Request, e: McpEntry, resp: web.Response, at_byte: Any
+) -> web.StreamResponse:
+    """``resp`` with its full length announced, cut by an RST after ``at_byte`` bytes (default:
+    half the body); recorded here, as written."""
+    body = resp.body if isinstance(resp.body, bytes) else b""
+    at = min(int(at_byte), len(body) - 1) if at_byte is not None else len(body) // 2
+    headers = {k: v for k, v in resp.headers.items() if k.lower() != "content-length"}
+    out = web.StreamResponse(status=resp.status, headers=headers)
+    out.content_length = len(body)
+    t_headers, wall = time.monotonic_ns(), time.time()
+    with contextlib.suppress(ConnectionError):  # a client gone meanwhile meets the same end
+        await out.prepare(request)
+        await out.write(body[:at])
+    transport = request.transport
+    sock = transport.get_extra_info("socket") if transport else None
+    if sock is not None:  # SO_LINGER 0: the close is an RST, as the model wire's `cut` sends
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    if transport is not None:
+        transport.abort()
+    e["response"] = {
+        "status": out.status,
+        "headers": redact_headers(out.headers),
+        "stream": False,
+        "sent": body[:at].decode("utf-8", "replace"),
+        "sent_bytes": at,
+        "full_bytes": len(body),
+        "events_sent": 0,
+        "cut_at_byte": at,
+        "t_headers_ns": t_headers,
+        "t_wall_headers": wall,
+        "t_end_ns": time.monotonic_ns(),
+        "end": "reset",
+    }
+    return out
 
 
 def _malformed(e: McpEntry, resp: web.Response, kind: str) -> web.Response:

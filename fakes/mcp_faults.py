@@ -46,6 +46,13 @@ MCP_FAULTS: dict[str, dict[str, Any]] = {
         "required": ["seconds"],
         "properties": {"seconds": _SECONDS},
     },
+    # The usual answer (the tool runs), its full length announced, the connection reset after
+    # ``at_byte`` bytes of the body (default: half of it).
+    "cut": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"at_byte": {"type": "integer", "minimum": 0}},
+    },
     # A broken answer: ``bad_json`` (the answer's JSON cut in half), ``wrong_id`` (the answer
     # for another id).
     "malformed": {

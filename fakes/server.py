@@ -429,7 +429,8 @@ class GatewayApp:
         if st is None:
             return self._not_found(request)
         e = self._entry(st, request, "mcp", **mcp.ENTRY_FIELDS)
-        return self._record_simple(e, await mcp.serve(st, request, e))
+        resp = await mcp.serve(st, request, e)  # a cut answer is recorded as it is written
+        return self._record_simple(e, resp) if isinstance(resp, web.Response) else resp
 
     # -- carrying out -----------------------------------------------------------
     def _record_simple(self, e: Entry, resp: web.Response) -> web.Response:

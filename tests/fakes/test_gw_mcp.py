@@ -318,3 +318,24 @@ def test_mcp_faults_are_validated_with_the_scenario(http_session):
         http_session(faulty({"fault": {"explode": {}}}))
     with pytest.raises(ScenarioError, match="mcp_faults"):
         http_session(faulty({"fault": {"http_error": {"status": 200}}}))
+
+
+def test_a_cut_answer_is_reset_after_its_byte_with_the_full_length_announced(http_session):
+    s = http_session(faulty({"fault": {"cut": {"at_byte": 30}}}))
+    r = httpx.post(s.mcp_endpoint, json=rpc("initialize", protocolVersion="2025-06-18"))
+    with_sid = {SESSION_HEADER: r.headers[SESSION_HEADER]}
+    got = bytearray()
+    with httpx.Client() as c:
+        msg = rpc("tools/call", 2, name="w", arguments={})
+        with c.stream("POST", s.mcp_endpoint, json=msg, headers=with_sid) as resp:
+            assert resp.status_code == 200
+            full = int(resp.headers["content-length"])
+            with pytest.raises(httpx.HTTPError):
+                for chunk in resp.iter_raw():
+                    got += chunk
+    assert len(got) == 30 < full
+    call = s.journal()["entries"][-1]
+    assert call["fault"] == "cut" and call["behaviour"] == "output"
+    sent = call["response"]
+    assert (sent["end"], sent["cut_at_byte"], sent["sent_bytes"]) == ("reset", 30, 30)
+    assert sent["full_bytes"] == full and sent["sent"] == got.decode()
