@@ -36,6 +36,7 @@ __all__ = ["PROTOCOL_VERSIONS", "ENTRY_FIELDS", "SESSION_HEADER", "VERSION_HEADE
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
+LIST_CHANGED = "notifications/tools/list_changed"
 SERVER_INFO = {"name": "agent-conformance-tool-host", "version": "1"}
 
 # JSON-RPC error codes (JSON-RPC 2.0; -32001 is MCP's request timeout).
@@ -140,11 +141,21 @@ async def serve(st: SessionState, request: web.Request, e: McpEntry) -> web.Stre
         return web.Response(status=int(p["status"]), text=str(p.get("body", "")))
     if name == "delay":
         await asyncio.sleep(float(p["seconds"]) * st.time_scale)
+    if name == "list_changed":  # from this message on, tools/list offers the new tools
+        st.mcp_tools = [dict(t) for t in p.get("tools", [])]
     resp = await _answer(st, e, msg, method, rpc_id)
     if name == "malformed" and isinstance(resp.body, bytes) and resp.body:
         return _malformed(e, resp, str(p["kind"]))
-    if name == "cut" and isinstance(resp.body, bytes) and resp.body:
-        return await _cut(request, e, resp, p.get("at_byte"))
+    if not (isinstance(resp.body, bytes) and resp.body):  # a 202 has nothing to change
+        return resp
+    if name == "cut":
+        at = p.get("at_byte")
+        at = min(int(at), len(resp.body) - 1) if at is not None else len(resp.body) // 2
+        return await _write(request, e, resp, resp.body, cut_at=at)
+    if name in ("sse", "list_changed"):
+        notes = [{"jsonrpc": "2.0", "method": LIST_CHANGED}] if name == "list_changed" else []
+        body, n = _sse(notes, resp)
+        return await _write(request, e, resp, body, events=n)
     return resp
 
 
@@ -160,48 +171,71 @@ async def _answer(
     if method == "ping":
         return _result(e, rpc_id, {})
     if method == "tools/list":
-        return _result(e, rpc_id, {"tools": [_tool(t) for t in st.scenario.tools]})
+        return _result(e, rpc_id, {"tools": [_tool(t) for t in _offered(st)]})
     if method == "tools/call":
         return await _call(st, e, rpc_id, params if isinstance(params, dict) else {})
     return _error(e, 200, METHOD_NOT_FOUND, f"Method not found: {method}", rpc_id)
 
 
-async def _cut(
-    request: web.Request, e: McpEntry, resp: web.Response, at_byte: Any
+async def _write(
+    request: web.Request,
+    e: McpEntry,
+    resp: web.Response,
+    body: bytes,
+    *,
+    events: int = 0,
+    cut_at: int | None = None,
 ) -> web.StreamResponse:
-    """``resp`` with its full length announced, cut by an RST after ``at_byte`` bytes (default:
-    half the body); recorded here, as written."""
-    body = resp.body if isinstance(resp.body, bytes) else b""
-    at = min(int(at_byte), len(body) - 1) if at_byte is not None else len(body) // 2
+    """Write ``body`` with ``resp``'s status and headers (its full length announced), reset
+    after ``cut_at`` bytes when given; recorded here as written. ``events``: SSE events in it."""
     headers = {k: v for k, v in resp.headers.items() if k.lower() != "content-length"}
+    if events:
+        headers["Content-Type"] = "text/event-stream"
+        headers["Cache-Control"] = "no-cache"
     out = web.StreamResponse(status=resp.status, headers=headers)
     out.content_length = len(body)
+    sent = body if cut_at is None else body[:cut_at]
     t_headers, wall = time.monotonic_ns(), time.time()
-    with contextlib.suppress(ConnectionError):  # a client gone meanwhile meets the same end
+    end: Any = "complete"
+    try:
         await out.prepare(request)
-        await out.write(body[:at])
-    transport = request.transport
-    sock = transport.get_extra_info("socket") if transport else None
-    if sock is not None:  # SO_LINGER 0: the close is an RST, as the model wire's `cut` sends
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    if transport is not None:
-        transport.abort()
+        await out.write(sent)
+        if cut_at is None:
+            await out.write_eof()
+    except ConnectionError:  # the client left first
+        end = "client_gone"
+    if cut_at is not None:
+        transport = request.transport
+        sock = transport.get_extra_info("socket") if transport else None
+        if sock is not None:  # SO_LINGER 0: the close is an RST, as the model wire's `cut` sends
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        if transport is not None:
+            transport.abort()
+        end = "reset" if end == "complete" else end
     e["response"] = {
         "status": out.status,
         "headers": redact_headers(out.headers),
-        "stream": False,
-        "sent": body[:at].decode("utf-8", "replace"),
-        "sent_bytes": at,
+        "stream": bool(events),
+        "sent": sent.decode("utf-8", "replace"),
+        "sent_bytes": len(sent),
         "full_bytes": len(body),
-        "events_sent": 0,
-        "cut_at_byte": at,
+        "events_sent": sent.count(b"\n\n") if events else 0,
+        "cut_at_byte": cut_at,
         "t_headers_ns": t_headers,
         "t_wall_headers": wall,
         "t_end_ns": time.monotonic_ns(),
-        "end": "reset",
+        "end": end,
     }
     return out
+
+
+def _sse(before: list[dict[str, Any]], resp: web.Response) -> tuple[bytes, int]:
+    """The SSE body carrying the messages ``before``, then ``resp``'s message; and its events."""
+    messages = [_bytes(m) for m in before]
+    if isinstance(resp.body, bytes) and resp.body:
+        messages.append(resp.body)
+    return b"".join(b"event: message\ndata: " + m + b"\n\n" for m in messages), len(messages)
 
 
 def _malformed(e: McpEntry, resp: web.Response, kind: str) -> web.Response:
@@ -233,6 +267,11 @@ def _initialize(st: SessionState, e: McpEntry, msg: dict[str, Any]) -> web.Respo
     return _result(e, msg.get("id"), result, **{SESSION_HEADER: sid})
 
 
+def _offered(st: SessionState) -> list[dict[str, Any]]:
+    """The tools offered now: the scenario's, until a ``list_changed`` fault changed them."""
+    return st.scenario.tools if st.mcp_tools is None else st.mcp_tools
+
+
 def _tool(t: dict[str, Any]) -> dict[str, Any]:
     out = {"name": t["name"], "inputSchema": t.get("parameters") or {"type": "object"}}
     if "description" in t:
@@ -247,7 +286,7 @@ def _text(text: str, is_error: bool) -> dict[str, Any]:
 async def _call(st: SessionState, e: McpEntry, rpc_id: Any, params: dict[str, Any]) -> web.Response:
     name, args = params.get("name"), params.get("arguments")
     e["tool"], e["arguments"] = name, args
-    if not isinstance(name, str) or not any(t["name"] == name for t in st.scenario.tools):
+    if not isinstance(name, str) or not any(t["name"] == name for t in _offered(st)):
         return _error(e, 200, INVALID_PARAMS, f"Unknown tool: {name!r}", rpc_id)
     script = st.scenario.tool_host.get(name)
     if not script:

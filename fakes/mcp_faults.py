@@ -53,6 +53,30 @@ MCP_FAULTS: dict[str, dict[str, Any]] = {
         "additionalProperties": False,
         "properties": {"at_byte": {"type": "integer", "minimum": 0}},
     },
+    # The usual answer as an SSE stream (one ``message`` event) instead of JSON.
+    "sse": {"type": "object", "additionalProperties": False, "properties": {}},
+    # The tools change: the answer goes out as an SSE stream whose first event is
+    # ``notifications/tools/list_changed``, and from then on ``tools/list`` offers ``tools``.
+    "list_changed": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["tools"],
+        "properties": {
+            "tools": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": ["name"],
+                    "properties": {
+                        "name": {"type": "string"},
+                        "description": {"type": "string"},
+                        "parameters": {"type": "object"},
+                    },
+                },
+            }
+        },
+    },
     # A broken answer: ``bad_json`` (the answer's JSON cut in half), ``wrong_id`` (the answer
     # for another id).
     "malformed": {

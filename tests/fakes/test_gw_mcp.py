@@ -339,3 +339,37 @@ def test_a_cut_answer_is_reset_after_its_byte_with_the_full_length_announced(htt
     sent = call["response"]
     assert (sent["end"], sent["cut_at_byte"], sent["sent_bytes"]) == ("reset", 30, 30)
     assert sent["full_bytes"] == full and sent["sent"] == got.decode()
+
+
+def test_sse_answers_and_a_tools_list_change_reach_the_sdk(http_session):
+    new_tools = [{"name": "w", "description": "now with a size", "parameters": PARAMS}]
+    s = http_session(
+        faulty(
+            {"method": "tools/list", "fault": {"sse": {}}},
+            {"after": 1, "fault": {"list_changed": {"tools": new_tools}}},
+        )
+    )
+    notes: list[Any] = []
+
+    async def on_message(m: Any) -> None:
+        notes.append(m)
+
+    async def session() -> tuple[list[Any], list[Any], list[str]]:
+        async with Client(s.mcp_endpoint, mode="legacy", message_handler=on_message) as c:
+            before = (await c.list_tools()).tools
+            texts = [str((await c.call_tool("w", {"path": "p"})).content[0].text) for _ in "ab"]
+            after = (await c.list_tools()).tools
+            return before, after, texts
+
+    before, after, texts = run(session())
+    assert [t.name for t in before] == ["w", "bare"] and texts == ["one", "two"]
+    assert [(t.name, t.description) for t in after] == [("w", "now with a size")]
+    assert [getattr(n, "method", None) for n in notes] == ["notifications/tools/list_changed"]
+    entries = s.journal()["entries"]
+    listed = next(e for e in entries if e["rpc_method"] == "tools/list")
+    assert listed["response"]["headers"]["content-type"] == "text/event-stream"
+    assert listed["response"]["stream"] is True and listed["response"]["events_sent"] == 1
+    changed = [e for e in entries if e["fault"] == "list_changed"]
+    assert len(changed) == 1 and changed[0]["response"]["events_sent"] == 2
+    first, second = changed[0]["response"]["sent"].split("\n\n")[:2]
+    assert '"method":"notifications/tools/list_changed"' in first and '"result"' in second
