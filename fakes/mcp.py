@@ -129,9 +129,21 @@ async def serve(st: SessionState, request: web.Request, e: McpEntry) -> web.Stre
     fault = take_fault(st.scenario.mcp_faults, st.mcp_counts, method)
     if fault is None:
         return await _answer(st, e, msg, method, rpc_id)
-    name, p = fault
     e["fault"], e["fault_params"] = fault
+    return await _faulted(st, request, e, msg, fault)
+
+
+async def _faulted(
+    st: SessionState,
+    request: web.Request,
+    e: McpEntry,
+    msg: dict[str, Any],
+    fault: tuple[str, dict[str, Any]],
+) -> web.StreamResponse:
+    """The answer to ``msg`` as the MCP fault ``fault`` (name, parameters) makes it."""
+    (name, p), method, rpc_id = fault, str(msg["method"]), msg.get("id")
     if name == "session_expired":
+        sid = e["mcp_session"]
         st.mcp_sessions.pop(sid or "", None)
         return _error(e, 404, INVALID_REQUEST, f"Session not found: {sid!r}", rpc_id)
     if name == "rpc_error":
@@ -144,18 +156,24 @@ async def serve(st: SessionState, request: web.Request, e: McpEntry) -> web.Stre
     if name == "list_changed":  # from this message on, tools/list offers the new tools
         st.mcp_tools = [dict(t) for t in p.get("tools", [])]
     resp = await _answer(st, e, msg, method, rpc_id)
-    if name == "malformed" and isinstance(resp.body, bytes) and resp.body:
-        return _malformed(e, resp, str(p["kind"]))
-    if not (isinstance(resp.body, bytes) and resp.body):  # a 202 has nothing to change
+    body = resp.body if isinstance(resp.body, bytes) else b""
+    if not body:  # a 202 has nothing to break
         return resp
+    if name == "malformed":
+        return _malformed(e, resp, str(p["kind"]))
     if name == "cut":
         at = p.get("at_byte")
-        at = min(int(at), len(resp.body) - 1) if at is not None else len(resp.body) // 2
-        return await _write(request, e, resp, resp.body, cut_at=at)
+        return await _write(
+            request,
+            e,
+            resp,
+            body,
+            cut_at=min(int(at), len(body) - 1) if at is not None else len(body) // 2,
+        )
     if name in ("sse", "list_changed"):
         notes = [{"jsonrpc": "2.0", "method": LIST_CHANGED}] if name == "list_changed" else []
-        body, n = _sse(notes, resp)
-        return await _write(request, e, resp, body, events=n)
+        sse, n = _sse(notes, resp)
+        return await _write(request, e, resp, sse, events=n)
     return resp
 
 
