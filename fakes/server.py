@@ -190,6 +190,7 @@ class GatewayApp:
                     "title": st.scenario.title,
                     "base_url": urls["base_url"],
                     "tool_endpoint": urls["tool_endpoint"],
+                    "mcp_endpoint": urls["mcp_endpoint"],
                 }
             )
         return (f"{self.base_url}/v1" if self.root_sid else None), sessions
