@@ -48,6 +48,7 @@ from fakes.refuse import RefusingPort
 from fakes.scenario import Scenario, load_scenario
 from fakes.session import REDACTED, SessionState, redact_headers
 from fakes.toolhost import tool_reply
+from fakes.toolnames import with_agent_names
 
 __all__ = ["MAX_BODY_BYTES", "GatewayApp"]
 
@@ -368,7 +369,8 @@ class GatewayApp:
             # (checks, the abort watcher) never take it for the scripted request.
             e["step"] = None if otherwise else step.index
             e["otherwise"] = otherwise
-            plan = make_plan(step, body, dialect, api_key=_api_key(request))
+            named = with_agent_names(step, body)  # scripted tool names as the agent offers them
+            plan = make_plan(named, body, dialect, api_key=_api_key(request))
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
         e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
