@@ -35,6 +35,7 @@ class Session:
         urls = gw.app.urls(sid)
         self.base_url: str = urls["base_url"]
         self.tool_endpoint: str = urls["tool_endpoint"]
+        self.mcp_endpoint: str = urls["mcp_endpoint"]
 
     def journal(self) -> Journal:
         """Contracts §2 journal (a snapshot copy)."""

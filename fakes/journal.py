@@ -6,7 +6,7 @@ them and the harness reads them (``Session.journal()`` and ``GET
 change nothing at run time; the journal stays plain JSON, so saved results and other tools read
 it as before.
 
-An entry is one of five kinds, told apart by ``kind`` (a tagged union, so a type checker narrows
+An entry is one of six kinds, told apart by ``kind`` (a tagged union, so a type checker narrows
 ``entry["kind"] == "tool"`` to :class:`ToolEntry`). Values the client sent are typed ``Any``:
 the gateway records them as it parsed them, valid or not.
 """
@@ -23,13 +23,14 @@ __all__ = [
     "CountTokensEntry",
     "ModelsEntry",
     "ToolEntry",
+    "McpEntry",
     "UnknownEntry",
     "Entry",
     "Refused",
     "Journal",
 ]
 
-Kind = Literal["chat", "count_tokens", "models", "tool", "unknown"]
+Kind = Literal["chat", "count_tokens", "models", "tool", "mcp", "unknown"]
 # How the connection ended: the body went out whole, an RST, a clean close before the body's
 # end, or the client left first.
 End = Literal["complete", "reset", "close", "client_gone"]
@@ -77,7 +78,7 @@ class _Entry(TypedDict):
     fault_params: dict[str, Any] | None  # its parameters
     response: Response | None
     harness_error: str | None  # why the gateway could not serve the request
-    dialect: str | None  # the endpoint's wire dialect; None for models, tool and unknown
+    dialect: str | None  # the endpoint's wire dialect; None for models, tool, mcp and unknown
 
 
 class ChatEntry(_Entry):
@@ -108,13 +109,28 @@ class ToolEntry(_Entry):
     behaviour: str | None  # the scripted behaviour's name (output, error, hang, ...)
 
 
+class McpEntry(_Entry):
+    """One HTTP exchange with the session's MCP endpoint (``/s/<sid>/mcp``): a JSON-RPC message
+    and its answer; the message itself is ``body``."""
+
+    kind: Literal["mcp"]
+    mcp_session: str | None  # the Mcp-Session-Id sent, or issued by an `initialize`
+    rpc_method: Any  # the message's `method`, as sent; None for a client's response
+    rpc_id: Any  # its `id`; None for a notification
+    tool: Any  # tools/call: the tool named, as sent
+    arguments: Any  # tools/call: its arguments, as sent
+    behaviour: str | None  # tools/call: the scripted behaviour's name
+    result: Any  # the JSON-RPC `result` sent back, or None
+    error: Any  # the JSON-RPC `error` object sent back, or None
+
+
 class UnknownEntry(_Entry):
     """A request to an endpoint the gateway does not have (404, ``harness_error`` set)."""
 
     kind: Literal["unknown"]
 
 
-Entry = ChatEntry | CountTokensEntry | ModelsEntry | ToolEntry | UnknownEntry
+Entry = ChatEntry | CountTokensEntry | ModelsEntry | ToolEntry | McpEntry | UnknownEntry
 
 
 class Refused(TypedDict):

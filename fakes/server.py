@@ -27,6 +27,7 @@ from typing import Any, Literal, cast, overload
 
 from aiohttp import web
 
+from fakes import mcp
 from fakes.dialects import REGISTRY, anthropic_messages
 from fakes.errors import FakesError, ScenarioError
 from fakes.hold import hold_headers
@@ -36,6 +37,7 @@ from fakes.journal import (
     CountTokensEntry,
     Entry,
     Kind,
+    McpEntry,
     ModelsEntry,
     ToolEntry,
     UnknownEntry,
@@ -46,6 +48,7 @@ from fakes.refuse import RefusingPort
 from fakes.scenario import Scenario, load_scenario
 from fakes.session import REDACTED, SessionState, redact_headers
 from fakes.toolhost import tool_reply
+from fakes.toolnames import with_agent_names
 
 __all__ = ["MAX_BODY_BYTES", "GatewayApp"]
 
@@ -90,6 +93,7 @@ class GatewayApp:
         r.add_post("/s/{sid}/v1/messages/count_tokens", self._count_tokens)
         r.add_get("/s/{sid}/v1/models", self._models)
         r.add_post("/s/{sid}/tools/{tool}", self._tool)
+        r.add_route("*", "/s/{sid}/mcp", self._mcp)
         r.add_route("*", "/s/{sid}/{tail:.*}", self._unknown)
         # The same endpoints without ``/s/{sid}``: they serve ``root_sid``, if any.
         for d in REGISTRY.values():
@@ -172,6 +176,7 @@ class GatewayApp:
             "session": sid,
             "base_url": f"{base}/s/{sid}/v1",
             "tool_endpoint": f"{base}/s/{sid}/tools",
+            "mcp_endpoint": f"{base}/s/{sid}/mcp",
         }
 
     def _listed(self) -> tuple[str | None, list[IndexSession]]:
@@ -186,6 +191,7 @@ class GatewayApp:
                     "title": st.scenario.title,
                     "base_url": urls["base_url"],
                     "tool_endpoint": urls["tool_endpoint"],
+                    "mcp_endpoint": urls["mcp_endpoint"],
                 }
             )
         return (f"{self.base_url}/v1" if self.root_sid else None), sessions
@@ -259,9 +265,13 @@ class GatewayApp:
     def _entry(
         self, st: SessionState, request: web.Request, kind: Literal["tool"], **tool: Any
     ) -> ToolEntry: ...
-    def _entry(self, st: SessionState, request: web.Request, kind: Kind, **tool: Any) -> Entry:
-        """A new entry of ``kind`` appended to the journal; ``tool`` holds a tool entry's own
-        fields, which come last."""
+    @overload
+    def _entry(
+        self, st: SessionState, request: web.Request, kind: Literal["mcp"], **fields: Any
+    ) -> McpEntry: ...
+    def _entry(self, st: SessionState, request: web.Request, kind: Kind, **fields: Any) -> Entry:
+        """A new entry of ``kind`` appended to the journal; ``fields`` holds the own fields of
+        a tool or MCP entry, which come last."""
         e: dict[str, Any] = {
             "seq": len(st.entries),
             "kind": kind,
@@ -278,7 +288,7 @@ class GatewayApp:
             "harness_error": None,
             "dialect": None,  # wire dialect of a scripted request (contracts §2)
             "otherwise": False,  # served by `otherwise` (explicit or default), contracts §2
-            **tool,
+            **fields,
         }
         # One literal for every kind keeps the field order of the JSON; which TypedDict of the
         # union it is follows from ``kind`` (the overloads say so to callers).
@@ -359,7 +369,8 @@ class GatewayApp:
             # (checks, the abort watcher) never take it for the scripted request.
             e["step"] = None if otherwise else step.index
             e["otherwise"] = otherwise
-            plan = make_plan(step, body, dialect, api_key=_api_key(request))
+            named = with_agent_names(step, body)  # scripted tool names as the agent offers them
+            plan = make_plan(named, body, dialect, api_key=_api_key(request))
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
         e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
@@ -415,6 +426,14 @@ class GatewayApp:
         e["behaviour"] = next(iter(beh))
         status, payload = await tool_reply(beh, st.time_scale)
         return self._record_simple(e, web.json_response(payload, status=status))
+
+    async def _mcp(self, request: web.Request) -> web.StreamResponse:
+        st = self._session(request)
+        if st is None:
+            return self._not_found(request)
+        e = self._entry(st, request, "mcp", **mcp.ENTRY_FIELDS)
+        resp = await mcp.serve(st, request, e)  # a cut answer is recorded as it is written
+        return self._record_simple(e, resp) if isinstance(resp, web.Response) else resp
 
     # -- carrying out -----------------------------------------------------------
     def _record_simple(self, e: Entry, resp: web.Response) -> web.Response:

@@ -74,6 +74,9 @@ class SessionState:
     tool_cursor: dict[str, int] = field(default_factory=dict)
     entries: list[Entry] = field(default_factory=list)
     refused: RefusingPort | None = None  # when the scenario refuses connections
+    mcp_sessions: dict[str, str] = field(default_factory=dict)  # MCP session id -> version
+    mcp_counts: dict[str, int] = field(default_factory=dict)  # MCP messages by method
+    mcp_tools: list[dict[str, Any]] | None = None  # the MCP tools after a list_changed fault
     # The agent's own wall clock when it runs on a fast one (libfaketime): (the real wall time
     # it started from, its speed); HTTP-dates the session renders are in that clock.
     agent_clock: tuple[float, float] | None = None

@@ -15,6 +15,7 @@ from fakes.journal import (
     ChatEntry,
     CountTokensEntry,
     Journal,
+    McpEntry,
     ModelsEntry,
     Refused,
     Response,
@@ -27,6 +28,7 @@ BY_KIND: dict[str, Any] = {
     "count_tokens": CountTokensEntry,
     "models": ModelsEntry,
     "tool": ToolEntry,
+    "mcp": McpEntry,
     "unknown": UnknownEntry,
 }
 
@@ -41,6 +43,7 @@ def test_every_entry_kind_and_response_has_exactly_its_typed_fields(gateway_sess
             {"reply": {"text": "hello"}, "fault": {"cut": {"after_events": 1, "mode": "reset"}}},
             {"fault": {"reset_before_headers": {}}},
             {"reply": {"text": "hello"}},
+            tools=[{"name": "w"}],
             tool_host={"w": [{"output": "ok"}]},
         )
     )
@@ -53,12 +56,13 @@ def test_every_entry_kind_and_response_has_exactly_its_typed_fields(gateway_sess
     client.post(s.tool_endpoint + "/w", json={"call_id": "c1", "arguments": {"a": 1}})
     client.post(s.tool_endpoint + "/nope", json={})  # no scripted behaviour
     client.post(s.base_url + "/nowhere", json={})
+    client.post(s.mcp_endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "initialize"})
 
     journal = s.journal()
     assert set(journal) == keys(Journal) - {"refused"}
     entries = journal["entries"]
     kinds = [e["kind"] for e in entries]
-    assert kinds == ["chat"] * 4 + ["models", "count_tokens", "tool", "tool", "unknown"]
+    assert kinds == ["chat"] * 4 + ["models", "count_tokens", "tool", "tool", "unknown", "mcp"]
     for e in entries:
         assert set(e) == keys(BY_KIND[e["kind"]]), e["kind"]
         assert e["response"] is not None
@@ -68,7 +72,7 @@ def test_every_entry_kind_and_response_has_exactly_its_typed_fields(gateway_sess
     assert cut["end"] == "reset" and cut["cut_at_byte"] is not None
     assert reset["status"] is None and reset["end"] == "reset"
     assert entries[3]["otherwise"] is True and entries[3]["step"] is None
-    assert entries[7]["harness_error"] and entries[-1]["harness_error"]
+    assert entries[7]["harness_error"] and entries[-2]["harness_error"]
 
 
 def test_refused_record_has_exactly_its_typed_fields(gateway_session):
