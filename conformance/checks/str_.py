@@ -120,8 +120,8 @@ def check_str_09(ev: Evidence) -> Finding:
 
 
 def _reshaped_shown(ev: Evidence, chat: list[ChatEntry]) -> list[tuple[ChatEntry, str, list[str]]]:
-    """Each complete stream whose fault only reshaped its delivery and that carried text: the
-    text and the assistant messages the agent showed from its arrival to the end of the next
+    """Each complete stream whose fault only reshaped its delivery and that carried a finished
+    text: the text and the assistant messages the agent showed from its arrival to the end of the next
     attempt (an outside agent's lines are stamped when read, possibly after it asked again)."""
     out: list[tuple[ChatEntry, str, list[str]]] = []
     messages = [m for m in ev.shown_messages() if m.get("role") == "assistant"]
@@ -132,9 +132,10 @@ def _reshaped_shown(ev: Evidence, chat: list[ChatEntry]) -> list[tuple[ChatEntry
             continue
         if resp.get("end") != "complete" or resp.get("sent_bytes") != resp.get("full_bytes"):
             continue  # the client left (an abort): it never had the whole reply
-        wire = wire_reply(e).text
-        if not wire:
-            continue
+        reply = wire_reply(e)
+        if not reply.text or reply.finish_reason not in ("stop", "tool_calls"):
+            continue  # nothing to show, or a truncation the agent may join to its continuation
+        wire = reply.text
         start = int(e["t_arrival_ns"])
         end = Evidence.end_ns(chat[i + 1]) if i + 1 < len(chat) else None
         texts = [

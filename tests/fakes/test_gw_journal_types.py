@@ -12,9 +12,10 @@ import hashlib
 from typing import Any
 
 import httpx
+import pytest
 from gw_wire import full_stream, post, scenario
 
-from fakes import Gateway
+from fakes import FakesError, Gateway
 from fakes.journal import (
     ChatEntry,
     CountTokensEntry,
@@ -116,3 +117,10 @@ def test_a_bounded_journal_keeps_a_ring_and_digests_large_bodies():
             "head": wire.decode()[:EDGE_CHARS],
             "tail": wire.decode()[-EDGE_CHARS:],
         }
+
+
+def test_retention_bounds_are_positive_integers_or_none():
+    assert not Retention().bounded and Retention(entries=5).bounded
+    for bad in ({"entries": 0}, {"body_bytes": -1}, {"entries": True}, {"entries": 2.5}):
+        with pytest.raises(FakesError, match="journal retention"):
+            Retention(**bad)
