@@ -8,9 +8,9 @@ cleanly without the final zero-length chunk, so an HTTP client sees an incomplet
 is written by ``fakes.writer``: every byte that is due in one write, a boundary only at a timed
 point or a flush. Delayed headers are held by ``fakes.hold``, which notices a client that leaves
 meanwhile. How much of the journal is kept is the app's ``retention`` (``fakes.retention``):
-everything by default. The root
-``/v1`` serves one session too when asked (``serve_at_root``); ``GET /`` and every path that names
-no session are answered from ``fakes.index``, so a client that misses learns where to go.
+everything by default. The root ``/v1`` serves one session too when asked (``serve_at_root``);
+``GET /`` and every path that names no session are answered from ``fakes.index``, so a client
+that misses learns where to go.
 """
 
 from __future__ import annotations
