@@ -151,9 +151,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--requests", type=int, default=300, help="per run at 1 stream")
     p.add_argument("--requests-50", type=int, default=1500, help="per run at 50 streams")
     p.add_argument("--aimock", default="auto", help="auto, off, or the package's directory")
+    p.add_argument("--stalls", type=int, default=50, help="stalled streams timed")
+    p.add_argument("--pairs", type=int, default=20, help="429 and retry pairs timed")
     p.add_argument("--json", type=Path, help="also write the figures here")
     args = p.parse_args(argv)
-    out: dict[str, Any] = {"throughput": {}, "fidelity": {}}
+    out: dict[str, Any] = {"throughput": {}, "fidelity": {}, "loadavg_before": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="gateway-bench-") as t, ExitStack() as stack:
         tmp = Path(t)
         serve = [sys.executable, "-m", "fakes", "serve", str(_write_scenarios(tmp))]
@@ -187,9 +189,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     tot["events_per_s"] = tot["events"] / tot["seconds"]
                     runs[name].append(tot)
             out["throughput"][conc] = runs
-        fid = client("fidelity", urls["bench-stall"], urls["bench-retry"])
+        fid = client(
+            "fidelity",
+            urls["bench-stall"],
+            urls["bench-retry"],
+            "--n",
+            str(args.stalls),
+            "--pairs",
+            str(args.pairs),
+        )
         out["fidelity"] = fid
         out["gateway_rss_mb"] = rss_mb(gw_pid)
+        out["loadavg_after"] = os.getloadavg()
     _print(out)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
@@ -235,6 +246,8 @@ def _print(out: dict[str, Any]) -> None:
         print(f"| {label} | {statistics.median(xs):.2f} ms | {_pct(xs, 0.99):.2f} ms | {len(xs)} |")
     print()
     print(f"gateway RSS after the runs: {out['gateway_rss_mb']:.1f} MB")
+    load = ", ".join(f"{x:.1f}" for x in (*out["loadavg_before"], *out["loadavg_after"]))
+    print(f"machine load average (1, 5, 15 min) before and after: {load}")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,12 @@ alone at the first boundary reached before any body byte, so a pause never start
 
 Timing: each chunk is due ``delay`` after the previous one was due, so a pace keeps its rate
 whatever the loop's wake-up lag (a late wake-up writes what is due at once). At every boundary
-what was written is flushed to the kernel first; when a flush had to wait for the client to
-read, the schedule restarts from its end, so a stall as the client sees it is never shorter than
-scripted.
+what was written is flushed first: out of the transport's buffer and, on Linux, out of the
+kernel's send queue (a client that does not read holds it there). When a flush had to wait, the
+schedule restarts from its end, so a stall as the client sees it is never shorter than scripted;
+and an RST, which discards what the kernel still holds, goes out only after the bytes before a
+cut did, so the cut stays byte-exact. A flush waits at most ``FLUSH_LIMIT_S`` for a client that
+never reads.
 
 The journal's counters (``sent_bytes``, ``events_sent``) count the bytes handed to the
 connection and are updated before every await, so whoever reads the journal meanwhile sees them
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import socket
 import struct
 import time
@@ -38,7 +42,18 @@ from fakes.journal import Response as ResponseRecord
 from fakes.response import Plan
 from fakes.session import redact_headers
 
-__all__ = ["BurstResponse", "PlanWriter", "reset_connection"]
+__all__ = ["FLUSH_LIMIT_S", "BurstResponse", "PlanWriter", "reset_connection"]
+
+FLUSH_LIMIT_S = 5.0
+_SIOCOUTQNSD = 0x894B  # Linux: the bytes of a socket's send queue not sent yet
+
+
+def _unsent(sock: Any) -> int:
+    """Bytes the kernel holds for ``sock`` and has not sent (0 where it cannot tell)."""
+    try:
+        return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), _SIOCOUTQNSD, b"\0" * 4))[0])
+    except (OSError, ValueError):
+        return 0
 
 
 def reset_connection(transport: Any) -> None:
@@ -103,20 +118,30 @@ class PlanWriter:
             await self.resp.write(buf)
 
     async def _flush(self) -> bool:
-        """Wait until every byte written is handed to the kernel; True if that took a wait
-        (the client was not reading)."""
+        """Wait until every byte written has left: handed to the kernel and sent by it (up to
+        ``FLUSH_LIMIT_S``); True if that took a wait (the client was not reading)."""
         transport = self.request.transport
-        if transport is None or not transport.get_write_buffer_size():
+        if transport is None:
             return False
-        low, high = transport.get_write_buffer_limits()
-        transport.set_write_buffer_limits(high=0, low=0)  # paused until the buffer is empty
-        try:
-            if self.writer is not None:
-                await self.writer.drain()
-        finally:
-            if not transport.is_closing():
-                transport.set_write_buffer_limits(high=high, low=low)
-        return True
+        waited = False
+        if transport.get_write_buffer_size():
+            waited = True
+            low, high = transport.get_write_buffer_limits()
+            transport.set_write_buffer_limits(high=0, low=0)  # paused until the buffer is empty
+            try:
+                if self.writer is not None:
+                    await self.writer.drain()
+            finally:
+                if not transport.is_closing():
+                    transport.set_write_buffer_limits(high=high, low=low)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and _unsent(sock):
+            waited = True
+            loop = asyncio.get_running_loop()
+            give_up = loop.time() + FLUSH_LIMIT_S
+            while _unsent(sock) and not transport.is_closing() and loop.time() < give_up:
+                await asyncio.sleep(0.0005)
+        return waited
 
     async def run(self) -> None:
         """Prepare the response, write every chunk on schedule and end the connection as the
@@ -156,7 +181,7 @@ class PlanWriter:
             return
         await self._write(buf, events)
         if ending == "reset":
-            await self._flush()  # every byte before the cut leaves before the RST
+            await self._flush()  # the bytes before the cut leave before the RST discards them
             reset_connection(transport)
             self.r["end"] = "reset"
         else:  # close: the transport flushes what it holds, then closes

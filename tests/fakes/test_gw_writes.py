@@ -5,6 +5,7 @@ reads shows the writes exactly, whatever TCP did with them (plain HTTP only)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import urllib.parse
@@ -14,11 +15,16 @@ import pytest
 from gw_wire import full_stream, post_raw, scenario
 
 from fakes import Session, SyncGateway
+from fakes.dialects import openai_chat as oc
 from fakes.pytest_plugin import sessions_on
 
 REPLY = {"text": "hello wide world, and more", "chunk_chars": 5, "usage": {"prompt_tokens": 3}}
 FULL = full_stream(REPLY)
 BLOCKS = [b + b"\n\n" for b in FULL.split(b"\n\n")[:-1]]
+
+
+def oc_frames(reply: dict) -> list[bytes]:
+    return [oc.frame(p) for p in oc.stream_payloads(reply, "m")]
 
 
 @pytest.fixture
@@ -113,3 +119,41 @@ def test_the_journal_is_exact_while_a_stall_holds_the_rest(http_session):
         r = j["entries"][0]["response"]
         assert r["sent_bytes"] == len(b"".join(BLOCKS[:2])) and r["events_sent"] == 2
         assert r["t_headers_ns"] is not None and r["t_end_ns"] is None
+
+
+def test_a_cut_stays_byte_exact_for_a_client_that_reads_late(http_session):
+    # A megabyte before the cut: more than the socket buffers hold while the client does not
+    # read. An RST discards what the kernel still holds, so it waits until the bytes left.
+    big = {"text": "y" * 400_000, "chunk_chars": 100}
+    s = http_session(scenario({"reply": big, "fault": {"cut": {"after_events": 3500}}}))
+    want = b"".join(oc_frames(big)[:3500])
+    url = urllib.parse.urlsplit(s.base_url + "/chat/completions")
+    body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(10)
+        sock.connect((url.hostname, url.port))
+        sock.sendall(
+            f"POST {url.path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        # Everything is handed to the connection before the client reads a byte.
+        s.wait_for(lambda j: bool(j["entries"]) and j["entries"][0]["response"]["sent_bytes"] > 0)
+        got = b""
+        with contextlib.suppress(ConnectionResetError):
+            while data := sock.recv(1 << 16):
+                got += data
+    payload = got.split(b"\r\n\r\n", 1)[1]
+    assert _unchunk(payload) == want
+    assert s.journal()["entries"][0]["response"]["end"] == "reset"
+
+
+def _unchunk(raw: bytes) -> bytes:
+    out, pos = b"", 0
+    while pos < len(raw):
+        eol = raw.index(b"\r\n", pos)
+        size = int(raw[pos:eol], 16)
+        out += raw[eol + 2 : eol + 2 + size]
+        pos = eol + 2 + size + 2
+    return out
