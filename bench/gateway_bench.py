@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--stalls", type=int, default=50, help="stalled streams timed")
     p.add_argument("--pairs", type=int, default=20, help="429 and retry pairs timed")
     p.add_argument("--json", type=Path, help="also write the figures here")
+    p.add_argument("--fidelity-only", action="store_true", help="skip the throughput runs")
     args = p.parse_args(argv)
     out: dict[str, Any] = {"throughput": {}, "fidelity": {}, "loadavg_before": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="gateway-bench-") as t, ExitStack() as stack:
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         aimock = _aimock(tmp, stack, args.aimock)
         if aimock is not None:
             servers[f"aimock {aimock[2]}"] = (aimock[0], aimock[1], False)
-        for conc, n in ((1, args.requests), (50, args.requests_50)):
+        for conc, n in () if args.fidelity_only else ((1, args.requests), (50, args.requests_50)):
             runs: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
             names = list(servers)
             for r in range(args.rounds):
@@ -218,11 +219,12 @@ def _ratio(runs: dict[str, list[dict[str, Any]]], name: str, other: str | None) 
 
 
 def _print(out: dict[str, Any]) -> None:
-    print(
-        "| server | streams | events/s (median) | ratio to bare | ratio to aimock | reads per "
-        "response | server CPU ms per request |"
-    )
-    print("|---|---|---|---|---|---|---|")
+    if out["throughput"]:
+        print(
+            "| server | streams | events/s (median) | ratio to bare | ratio to aimock | reads per "
+            "response | server CPU ms per request |"
+        )
+        print("|---|---|---|---|---|---|---|")
     for conc, runs in out["throughput"].items():
         aim = next((x for x in runs if x.startswith("aimock")), None)
         for name, rs in runs.items():
