@@ -10,7 +10,7 @@ user would run a load tool:
   the package are there (``npm install --prefix .cache/aimock @copilotkit/aimock``).
 
 1. Streaming throughput (events/s) at 1 and 50 concurrent streams: each round runs every server
-   once, back to back; the figure is the median over the rounds, and the ratios are medians of
+   once for ``--seconds``, back to back, in turn first; the figure is the median over the rounds, and the ratios are medians of
    the per-round ratios (a single run swings with scheduling, a round's neighbours less).
    Alongside: the client's reads per response, and the server's CPU time per request
    (``/proc/PID/stat``).
@@ -147,9 +147,8 @@ def _pct(xs: list[float], q: float) -> float:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     p = argparse.ArgumentParser(prog="bench/gateway_bench.py", description=__doc__.split("\n")[0])
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--requests", type=int, default=300, help="per run at 1 stream")
-    p.add_argument("--requests-50", type=int, default=1500, help="per run at 50 streams")
+    p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--seconds", type=float, default=2.0, help="of streaming per run")
     p.add_argument("--aimock", default="auto", help="auto, off, or the package's directory")
     p.add_argument("--stalls", type=int, default=50, help="stalled streams timed")
     p.add_argument("--pairs", type=int, default=20, help="429 and retry pairs timed")
@@ -172,7 +171,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         aimock = _aimock(tmp, stack, args.aimock)
         if aimock is not None:
             servers[f"aimock {aimock[2]}"] = (aimock[0], aimock[1], False)
-        for conc, n in () if args.fidelity_only else ((1, args.requests), (50, args.requests_50)):
+        for conc in () if args.fidelity_only else (1, 50):
             runs: dict[str, list[dict[str, Any]]] = {name: [] for name in servers}
             names = list(servers)
             for r in range(args.rounds):
@@ -181,7 +180,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     cpu0 = _cpu_s(pid)
                     flags = ["--verify"] if verify else []
                     res = client(
-                        "stream", url, "--concurrency", str(conc), "--requests", str(n), *flags
+                        "stream",
+                        url,
+                        "--concurrency",
+                        str(conc),
+                        "--seconds",
+                        str(args.seconds),
+                        *flags,
                     )
                     tot = res["totals"]
                     tot["cpu_ms_per_request"] = (
@@ -237,15 +242,19 @@ def _print(out: dict[str, Any]) -> None:
             )
     fid = out["fidelity"]
     print()
-    print("| timing | p50 | p99 | n |")
-    print("|---|---|---|---|")
+    print("| timing error | p50 | p99 | range (signed) | n |")
+    print("|---|---|---|---|---|")
     for key, label in (
         ("stall", "200 ms stall, client-side gap error"),
         ("retry_vs_client", "1 s Retry-After gap, journal vs the client's own"),
         ("retry_vs_nominal", "1 s Retry-After gap, journal vs nominal 1 s"),
     ):
-        xs = fid[key]
-        print(f"| {label} | {statistics.median(xs):.2f} ms | {_pct(xs, 0.99):.2f} ms | {len(xs)} |")
+        signed = fid[key]
+        xs = [abs(x) for x in signed]
+        print(
+            f"| {label} | {statistics.median(xs):.2f} ms | {_pct(xs, 0.99):.2f} ms | "
+            f"{min(signed):+.2f} to {max(signed):+.2f} ms | {len(xs)} |"
+        )
     print()
     print(f"gateway RSS after the runs: {out['gateway_rss_mb']:.1f} MB")
     load = ", ".join(f"{x:.1f}" for x in (*out["loadavg_before"], *out["loadavg_after"]))

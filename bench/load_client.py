@@ -140,10 +140,10 @@ async def _fidelity(args: argparse.Namespace) -> None:
                     if t_two is None and n >= 2:
                         t_two = time.monotonic_ns()
                         if n > 2:  # the third event came with the second: no stall at all
-                            stall.append(200.0)
+                            stall.append(-200.0)
                             break
                     elif t_two is not None and n > 2:
-                        stall.append(abs((time.monotonic_ns() - t_two) / 1e6 - 200))
+                        stall.append((time.monotonic_ns() - t_two) / 1e6 - 200)
                         break
                 await r.read()
         sent: list[tuple[int, int]] = []  # (headers read, retry sent), monotonic ns
@@ -164,8 +164,10 @@ async def _fidelity(args: argparse.Namespace) -> None:
     client, nominal = [], []
     for (t_headers, t_sent), a, b in zip(sent, entries[0::2], entries[1::2], strict=True):
         gap = b["t_arrival_ns"] - a["response"]["t_headers_ns"]
-        client.append(abs(gap - (t_sent - t_headers)) / 1e6)
-        nominal.append(abs(gap / 1e6 - 1000))
+        client.append((gap - (t_sent - t_headers)) / 1e6)
+        nominal.append(gap / 1e6 - 1000)
+    # Signed errors in ms: a stall longer than 200 ms as the client saw it is positive; a gap in
+    # the journal longer than the client's own (or than 1 s) is positive.
     out = {"stall": stall, "retry_vs_client": client, "retry_vs_nominal": nominal}
     print(json.dumps(out), flush=True)
 
