@@ -157,3 +157,17 @@ def _unchunk(raw: bytes) -> bytes:
         out += raw[eol + 2 : eol + 2 + size]
         pos = eol + 2 + size + 2
     return out
+
+
+def test_a_replay_writes_as_recorded_and_a_fault_finds_events_one_read_brought(http_session):
+    one_read = "".join(b.decode() for b in BLOCKS[:4])  # four events a client read at once
+    rest = "".join(b.decode() for b in BLOCKS[4:])
+    rp = {"headers": {"Content-Type": "text/event-stream"}, "chunks": [one_read, rest]}
+    s = http_session(
+        scenario(
+            {"replay": rp},
+            {"replay": rp, "fault": {"cut": {"after_events": 2, "mode": "close"}}},
+        )
+    )
+    assert post_raw(s.base_url).chunks == [one_read.encode(), rest.encode()]
+    assert post_raw(s.base_url).chunks == [b"".join(BLOCKS[:2])]
