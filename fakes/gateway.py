@@ -18,6 +18,7 @@ from aiohttp import web
 
 from fakes.errors import FakesError
 from fakes.journal import Journal
+from fakes.retention import Retention
 from fakes.scenario import Scenario
 from fakes.server import GatewayApp
 
@@ -67,9 +68,17 @@ class Session:
 class Gateway:
     """The gateway on the current event loop: ``async with Gateway() as gw``."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, tls: bool = False) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: bool = False,
+        *,
+        retention: Retention | None = None,
+    ) -> None:
+        """``retention``: how much of each session's journal to keep (default: everything)."""
         self.host, self.port, self.tls = host, port, tls
-        self.app = GatewayApp()
+        self.app = GatewayApp(retention)
         self.ca_file: str | None = None
         self.base_url = ""
         self._runner: web.AppRunner | None = None
@@ -140,10 +149,15 @@ class Gateway:
     @classmethod
     @contextlib.contextmanager
     def running(
-        cls, host: str = "127.0.0.1", port: int = 0, tls: bool = False
+        cls,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: bool = False,
+        *,
+        retention: Retention | None = None,
     ) -> Iterator[SyncGateway]:
         """Start the gateway on its own thread and event loop for synchronous callers."""
-        gw = SyncGateway(cls(host, port, tls))
+        gw = SyncGateway(cls(host, port, tls, retention=retention))
         gw.start()
         try:
             yield gw

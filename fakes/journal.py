@@ -27,6 +27,8 @@ __all__ = [
     "UnknownEntry",
     "Entry",
     "Refused",
+    "Digest",
+    "RetentionRecord",
     "Journal",
 ]
 
@@ -34,6 +36,15 @@ Kind = Literal["chat", "count_tokens", "models", "tool", "mcp", "unknown"]
 # How the connection ended: the body went out whole, an RST, a clean close before the body's
 # end, or the client left first.
 End = Literal["complete", "reset", "close", "client_gone"]
+
+
+class Digest(TypedDict):
+    """What a bounded journal keeps of a body larger than its cap, instead of the body."""
+
+    sha256: str  # of the bytes (hex)
+    bytes: int  # their number
+    head: str  # the first and last characters, decoded UTF-8 (replace), secrets redacted
+    tail: str
 
 
 class Response(TypedDict, total=False):
@@ -48,7 +59,9 @@ class Response(TypedDict, total=False):
     status: int | None  # None when no headers were written (reset before them, client gone)
     headers: dict[str, str]  # lower-cased names, secret values redacted
     stream: bool
-    sent: str  # the bytes written, decoded UTF-8 (replace), an echoed API key redacted
+    sent: str | None  # the bytes written, decoded UTF-8 (replace), an echoed API key
+    # redacted; None when a bounded journal kept only ``sent_digest`` of them
+    sent_digest: Digest  # only when ``sent`` is None
     sent_bytes: int
     full_bytes: int  # the full rendering, of which ``sent_bytes`` went out
     events_sent: int
@@ -72,6 +85,7 @@ class _Entry(TypedDict):
     path: str
     headers: dict[str, str]  # lower-cased names, secret values redacted
     body: Any  # the parsed JSON body (any JSON value), or None
+    body_digest: NotRequired[Digest]  # only when a bounded journal kept no body (``body`` None)
     body_error: str | None  # why the body was refused, when it was
     t_arrival_ns: int  # time.monotonic_ns() at arrival
     fault: str | None  # the fault primitive applied
@@ -142,6 +156,14 @@ class Refused(TypedDict):
     t_listen_ns: int | None  # when it closed; None while it lasts
 
 
+class RetentionRecord(TypedDict):
+    """How much a bounded journal keeps (``fakes.retention``); None: no bound."""
+
+    entries: int | None  # the ring's size: the last so many entries are kept
+    body_bytes: int | None  # larger bodies are kept as a ``Digest``
+    dropped: int  # entries the ring let go, the oldest first (``seq`` still counts them)
+
+
 class Journal(TypedDict):
     """One session's journal."""
 
@@ -150,3 +172,4 @@ class Journal(TypedDict):
     time_scale: float
     entries: list[Entry]
     refused: NotRequired[Refused]  # only for a scenario with ``refuse_connections``
+    retention: NotRequired[RetentionRecord]  # only for a session with a bounded journal

@@ -4,22 +4,22 @@ Theory of operation: each request is journaled on arrival; chat requests pick a 
 (``SessionState.take_step``), get a pure ``Plan`` (``fakes.plan.make_plan``) and the server
 carries it out, recording exactly the bytes written and how the connection ended. A ``reset``
 sets SO_LINGER 0 before aborting so the peer sees an RST; a ``close`` shuts the connection
-cleanly without the final zero-length chunk, so an HTTP client sees an incomplete body. Delayed
-headers are held by ``fakes.hold``, which notices a client that leaves meanwhile. The root
-``/v1`` serves one session too when asked (``serve_at_root``); ``GET /`` and every path that names
-no session are answered from ``fakes.index``, so a client that misses learns where to go.
+cleanly without the final zero-length chunk, so an HTTP client sees an incomplete body. The body
+is written by ``fakes.writer``: every byte that is due in one write, a boundary only at a timed
+point or a flush. Delayed headers are held by ``fakes.hold``, which notices a client that leaves
+meanwhile. How much of the journal is kept is the app's ``retention`` (``fakes.retention``):
+everything by default. The root ``/v1`` serves one session too when asked (``serve_at_root``);
+``GET /`` and every path that names no session are answered from ``fakes.index``, so a client
+that misses learns where to go.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
 import functools
 import json
-import socket
 import ssl
-import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,23 +45,16 @@ from fakes.journal import (
 from fakes.journal import Response as ResponseRecord
 from fakes.plan import DIALECTS, Plan, harness_error_plan, make_plan
 from fakes.refuse import RefusingPort
+from fakes.retention import Retention, digest, kept_text
 from fakes.scenario import Scenario, load_scenario
-from fakes.session import REDACTED, SessionState, redact_headers
+from fakes.session import SessionState, redact_headers
 from fakes.toolhost import tool_reply
 from fakes.toolnames import with_agent_names
+from fakes.writer import BurstResponse, PlanWriter, reset_connection
 
 __all__ = ["MAX_BODY_BYTES", "GatewayApp"]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024  # larger request bodies get 413
-
-
-def _rst(transport: Any) -> None:
-    sock = transport.get_extra_info("socket") if transport else None
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    if transport is not None:
-        transport.abort()
 
 
 def _err(
@@ -73,8 +66,9 @@ def _err(
 class GatewayApp:
     """Holds the sessions and builds the aiohttp ``web.Application``."""
 
-    def __init__(self) -> None:
+    def __init__(self, retention: Retention | None = None) -> None:
         self.sessions: dict[str, SessionState] = {}
+        self.retention = retention or Retention()
         # The session the root ``/v1`` serves too (``serve_at_root``); None: the root serves none.
         self.root_sid: str | None = None
         self.base_url = ""
@@ -114,7 +108,7 @@ class GatewayApp:
             scenario = Scenario.from_dict(scenario)
         if not (isinstance(time_scale, (int, float)) and time_scale > 0):
             raise ScenarioError(f"time_scale: {time_scale!r} must be a number > 0")
-        st = SessionState(scenario=scenario, time_scale=float(time_scale))
+        st = SessionState(scenario=scenario, time_scale=float(time_scale), retention=self.retention)
         refuse = scenario.refuse_connections
         if refuse is not None:
             if self.runner is None:
@@ -273,7 +267,7 @@ class GatewayApp:
         """A new entry of ``kind`` appended to the journal; ``fields`` holds the own fields of
         a tool or MCP entry, which come last."""
         e: dict[str, Any] = {
-            "seq": len(st.entries),
+            "seq": st.count,
             "kind": kind,
             "step": None,
             "method": request.method,
@@ -293,7 +287,7 @@ class GatewayApp:
         # One literal for every kind keeps the field order of the JSON; which TypedDict of the
         # union it is follows from ``kind`` (the overloads say so to callers).
         entry = cast(Entry, e)
-        st.entries.append(entry)
+        st.add(entry)
         return entry
 
     async def _read_json(self, request: web.Request, e: Entry) -> Any:
@@ -316,7 +310,10 @@ class GatewayApp:
                 f"request body is not valid JSON: {ex}",
                 dialect=e.get("dialect") or "openai_chat",
             )
-        e["body"] = body
+        if self.retention.keeps_whole(len(raw)):
+            e["body"] = body
+        else:  # a bounded journal keeps a digest of a large body (the handler has it whole)
+            e["body_digest"] = digest(raw)
         return body
 
     # -- handlers -------------------------------------------------------------
@@ -439,11 +436,12 @@ class GatewayApp:
     def _record_simple(self, e: Entry, resp: web.Response) -> web.Response:
         now = time.monotonic_ns()
         data = resp.body if isinstance(resp.body, bytes) else b""
-        e["response"] = {
+        sent, sent_digest = kept_text(data, (), self.retention)
+        r: ResponseRecord = {
             "status": resp.status,
             "headers": redact_headers(resp.headers),
             "stream": False,
-            "sent": data.decode("utf-8", "replace"),
+            "sent": sent,
             "sent_bytes": len(data),
             "full_bytes": len(data),
             "events_sent": 0,
@@ -453,6 +451,9 @@ class GatewayApp:
             "t_end_ns": now,
             "end": "complete",
         }
+        if sent_digest is not None:
+            r["sent_digest"] = sent_digest
+        e["response"] = r
         return resp
 
     async def _execute(
@@ -480,7 +481,7 @@ class GatewayApp:
         e["response"] = r
         transport = request.transport
         if plan.reset_before_headers:
-            _rst(transport)
+            reset_connection(transport)
             r.update({"status": None, "end": "reset", "t_end_ns": time.monotonic_ns()})
             return web.Response(status=500)  # never reaches the wire
         if plan.header_delay:
@@ -498,54 +499,29 @@ class GatewayApp:
             headers["Retry-After"] = email.utils.formatdate(
                 clock(time.time()) + plan.retry_after_date, usegmt=True
             )
-        resp = web.StreamResponse(status=plan.status, headers=headers)
+        resp = BurstResponse(status=plan.status, headers=headers)
         if plan.stream:
             resp.enable_chunked_encoding()
         else:
             resp.content_length = plan.full_bytes
-        parts: list[bytes] = []
+        w = PlanWriter(request, resp, plan, r, scale, None if clock is float else clock)
         try:
-            await resp.prepare(request)
-            wall = time.time()
-            r["t_headers_ns"], r["t_wall_headers"] = time.monotonic_ns(), wall
-            if clock is not float:  # an agent on a fast clock: the same moment in its clock
-                r["t_agent_wall_headers"] = clock(wall)
-            r["headers"] = redact_headers(resp.headers)
-            # Counters live in locals and reach the journal before every wait and at the end:
-            # the journal is exact whenever another task can read it, at a fraction of the cost.
-            nbytes = events = 0
-            try:
-                for c in plan.chunks:
-                    if c.delay:
-                        r["sent_bytes"], r["events_sent"] = nbytes, events
-                        await asyncio.sleep(c.delay * scale)
-                    if c.data:
-                        await resp.write(c.data)
-                        parts.append(c.data)
-                        nbytes += len(c.data)
-                    if c.event:
-                        events += 1
-            finally:
-                r["sent_bytes"], r["events_sent"] = nbytes, events
-            if plan.ending == "reset":
-                _rst(transport)
-                r["end"] = "reset"
-            elif plan.ending == "close":
-                if transport is not None:
-                    transport.close()
-                r["end"] = "close"
-            else:
-                await resp.write_eof()
+            await w.run()
         except (ConnectionError, asyncio.CancelledError) as ex:
             r["end"] = "client_gone"
             if isinstance(ex, asyncio.CancelledError):
-                r["sent"] = _redact(b"".join(parts).decode("utf-8", "replace"), plan.secrets)
-                r["t_end_ns"] = time.monotonic_ns()
+                self._record_sent(r, w.data, plan)
                 raise
-        # Byte counts stay those of the wire; only the text kept loses an echoed key.
-        r["sent"] = _redact(b"".join(parts).decode("utf-8", "replace"), plan.secrets)
-        r["t_end_ns"] = time.monotonic_ns()
+        self._record_sent(r, w.data, plan)
         return resp
+
+    def _record_sent(self, r: ResponseRecord, data: bytes, plan: Plan) -> None:
+        """What the journal keeps of the bytes written, and when the response ended. Byte
+        counts stay those of the wire; the text kept loses an echoed key."""
+        r["sent"], sent_digest = kept_text(data, plan.secrets, self.retention)
+        if sent_digest is not None:
+            r["sent_digest"] = sent_digest
+        r["t_end_ns"] = time.monotonic_ns()
 
 
 def _api_key(request: web.Request) -> str | None:
@@ -555,12 +531,6 @@ def _api_key(request: web.Request) -> str | None:
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
     return request.headers.get("x-api-key") or request.headers.get("api-key") or None
-
-
-def _redact(text: str, secrets: tuple[str, ...]) -> str:
-    for s in secrets:
-        text = text.replace(s, REDACTED)
-    return text
 
 
 def _check_chat(body: Any) -> str | None:
