@@ -25,9 +25,12 @@ than guessed. Outside connection attempts logged by the guard are kept on the ad
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -195,7 +198,7 @@ class ShippedAdapter:
         return self.clock.scale(timing) if self.clock else None
 
     def capabilities(self) -> set[str]:
-        caps = set(self.profile.capabilities)
+        caps = set(self.profile.capabilities) | set(self.profile.drive)
         if self.clock is not None:
             caps.add("time_scale")
         if self.profile.dialect != "openai_chat":
@@ -215,6 +218,7 @@ class ShippedAdapter:
         return str(path)
 
     def _values(self, req: RunRequest, home: Path, config_home: Path, binp: str) -> dict:
+        config = req.start.get("config") or {}
         return {
             "prompt": str(req.start.get("prompt", "")),
             "base_url": req.base_url,
@@ -228,10 +232,25 @@ class ShippedAdapter:
             "ca_file": req.ca_file or "",
             # Agents that append /v1/... themselves (Claude Code) take the session root.
             "base_url_root": _strip_v1(req.base_url),
+            "fallback_model": str(config.get("fallback_model") or ""),
+            "context_window": str(config.get("context_window") or ""),
+            "tool_endpoint": str(req.start.get("tool_endpoint") or ""),
+            # The harness's own interpreter: a hook command the profile writes runs on it.
+            "python": sys.executable,
         }
 
-    def _write_files(self, values: dict, roots: dict[str, Path]) -> None:
-        for spec in self.profile.files:
+    def _drives(self, req: RunRequest) -> dict[str, dict[str, Any]]:
+        """The profile's drives this run uses: abort always, the others unless their ``when``
+        names a config key the scenario leaves unset (null or false)."""
+        config = req.start.get("config") or {}
+        return {
+            cap: m
+            for cap, m in self.profile.drive.items()
+            if not m.get("when") or config.get(m["when"]) not in (None, False)
+        }
+
+    def _write_files(self, values: dict, roots: dict[str, Path], specs: list[dict]) -> None:
+        for spec in specs:
             root = roots[spec["root"]]
             target = (root / render(spec["path"], values)).resolve()
             if not target.is_relative_to(root.resolve()):
@@ -280,9 +299,15 @@ class ShippedAdapter:
             config_home = home / ".config"
             config_home.mkdir(parents=True)
             values = self._values(req, home, config_home, binp)
+            drives = self._drives(req)
+            files = list(self.profile.files)
+            for m in drives.values():
+                files.extend(m.get("files") or [])
             try:
                 self._write_files(
-                    values, {"home": home, "config_home": config_home, "workdir": req.workdir}
+                    values,
+                    {"home": home, "config_home": config_home, "workdir": req.workdir},
+                    files,
                 )
             except (OSError, ValueError) as exc:
                 return RunOutcome("error", events, hello, "", redact(str(exc), key))
@@ -298,9 +323,13 @@ class ShippedAdapter:
             if req.ca_file:
                 env.update(SSL_CERT_FILE=req.ca_file, NODE_EXTRA_CA_CERTS=req.ca_file)
             env.update(render(self.profile.env, values))
+            argv = render(self.profile.command, values)
+            for m in drives.values():
+                env.update(render(m.get("env") or {}, values))
+                argv.extend(render(m.get("args") or [], values))
             if warp is not None:
                 env.update(warp_env(warp))
-            argv = render(self.profile.command, values)
+            hello["driven"] = {cap: _how(m) for cap, m in drives.items()}
             return self._run(req, argv, env, events, hello, warp)
 
     def _run(self, req, argv, env, events, hello, warp: Warp | None = None) -> RunOutcome:
@@ -344,7 +373,8 @@ class ShippedAdapter:
                 # but its start and its own work are not sped up: they get real seconds.
                 floor = self.profile.min_deadline_s / (warp.speed if warp else 1.0)
                 limit = max(req.deadline_s, floor) + (WARP_ALLOWANCE_S if warp else 0.0)
-                rc = _wait(proc, req, limit)
+                abort = (self.profile.drive.get("abort") or {}).get("signal")
+                rc = _wait(proc, req, limit, getattr(signal, abort) if abort else None)
             finally:
                 # Also on Ctrl-C / SIGTERM: no agent (nor its children) outlives the run.
                 kill_group(proc)
@@ -425,13 +455,41 @@ def _port_of(base_url: str) -> int | None:
     return parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def _wait(proc: subprocess.Popen, req: RunRequest, limit: float | None = None) -> int | None:
-    """The exit status, or None once the run's wall-clock deadline has passed."""
+def _how(mapping: dict[str, Any]) -> str:
+    """How a drive drove its capability, for the hello and the results."""
+    if mapping.get("note"):
+        return str(mapping["note"])
+    if "signal" in mapping:
+        return f"{mapping['signal']} to the agent's process group when the abort fires"
+    parts = []
+    if mapping.get("args"):
+        parts.append("arguments " + " ".join(mapping["args"]))
+    if mapping.get("env"):
+        parts.append("environment " + ", ".join(sorted(mapping["env"])))
+    if mapping.get("files"):
+        parts.append("files " + ", ".join(f["path"] for f in mapping["files"]))
+    return "; ".join(parts)
+
+
+def _wait(
+    proc: subprocess.Popen,
+    req: RunRequest,
+    limit: float | None = None,
+    abort_signal: int | None = None,
+) -> int | None:
+    """The exit status, or None once the run's wall-clock deadline has passed. With
+    ``abort_signal``, the scenario's abort sends it to the agent's process group (once), as a
+    terminal's Ctrl-C does; the agent then ends its turn in its own time, within the deadline."""
     deadline = time.monotonic() + (req.deadline_s if limit is None else limit)
+    aborted = False
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None
+        if abort_signal is not None and not aborted and req.abort.is_set():
+            aborted = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, abort_signal)
         try:
             return proc.wait(timeout=min(0.05, remaining))
         except subprocess.TimeoutExpired:
