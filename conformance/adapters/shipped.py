@@ -16,9 +16,11 @@ mapped to protocol events only where the mapping is honest:
 - a non-zero exit is an ``error`` event (kind ``agent_exit``: the agent's words are not mapped
   to our error kinds) and ``turn_end`` with reason ``error``; exit 0 is ``completed``.
 
-Removals, hidden (meta) messages, retries the agent does not print and user aborts cannot be
-observed: the profile's capabilities leave them out, so their criteria are UNSUPPORTED rather
-than guessed. Outside connection attempts logged by the guard are kept on the adapter
+Removals, hidden (meta) messages and retries the agent does not print cannot be observed: the
+profile's capabilities leave them out, so their criteria are UNSUPPORTED rather than guessed.
+Features the agent has but our protocol cannot reach (a user's abort, a fallback model, a stop
+hook...) are driven from outside where the profile says how (``drive``: a signal, arguments,
+environment, files), each earning its capability; ``hello["driven"]`` records how. Outside connection attempts logged by the guard are kept on the adapter
 (``last_outside_attempts``) and written into the scenario's ``agent_log``; see
 ``outside_attempts`` for the certification hook.
 """
