@@ -331,7 +331,8 @@ class ShippedAdapter:
                 argv.extend(render(m.get("args") or [], values))
             if warp is not None:
                 env.update(warp_env(warp))
-            hello["driven"] = {cap: _how(m) for cap, m in drives.items()}
+            # The abort is recorded once it is sent (_run); the others are in the run from its start.
+            hello["driven"] = {cap: _how(m, values) for cap, m in drives.items() if cap != "abort"}
             return self._run(req, argv, env, events, hello, warp)
 
     def _run(self, req, argv, env, events, hello, warp: Warp | None = None) -> RunOutcome:
@@ -376,7 +377,13 @@ class ShippedAdapter:
                 floor = self.profile.min_deadline_s / (warp.speed if warp else 1.0)
                 limit = max(req.deadline_s, floor) + (WARP_ALLOWANCE_S if warp else 0.0)
                 abort = (self.profile.drive.get("abort") or {}).get("signal")
-                rc = _wait(proc, req, limit, getattr(signal, abort) if abort else None)
+                sent: list[float] = []
+                rc = _wait(proc, req, limit, getattr(signal, abort) if abort else None, sent)
+                if sent:
+                    hello.setdefault("driven", {})["abort"] = (
+                        f"{abort} sent to the agent's process group when the abort fired, "
+                        f"{sent[0] - began:.2f} s into the run"
+                    )
             finally:
                 # Also on Ctrl-C / SIGTERM: no agent (nor its children) outlives the run.
                 kill_group(proc)
@@ -457,15 +464,14 @@ def _port_of(base_url: str) -> int | None:
     return parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def _how(mapping: dict[str, Any]) -> str:
-    """How a drive drove its capability, for the hello and the results."""
+def _how(mapping: dict[str, Any], values: dict[str, str]) -> str:
+    """How a drive drove its capability, for the hello and the results (the run's secret is
+    redacted from events by the runner)."""
     if mapping.get("note"):
         return str(mapping["note"])
-    if "signal" in mapping:
-        return f"{mapping['signal']} to the agent's process group when the abort fires"
     parts = []
     if mapping.get("args"):
-        parts.append("arguments " + " ".join(mapping["args"]))
+        parts.append("arguments " + " ".join(render(mapping["args"], values)))
     if mapping.get("env"):
         parts.append("environment " + ", ".join(sorted(mapping["env"])))
     if mapping.get("files"):
@@ -478,10 +484,12 @@ def _wait(
     req: RunRequest,
     limit: float | None = None,
     abort_signal: int | None = None,
+    sent: list[float] | None = None,
 ) -> int | None:
     """The exit status, or None once the run's wall-clock deadline has passed. With
     ``abort_signal``, the scenario's abort sends it to the agent's process group (once), as a
-    terminal's Ctrl-C does; the agent then ends its turn in its own time, within the deadline."""
+    terminal's Ctrl-C does (its time is appended to ``sent``); the agent then ends its turn in its
+    own time, within the deadline."""
     deadline = time.monotonic() + (req.deadline_s if limit is None else limit)
     aborted = False
     while True:
@@ -492,6 +500,8 @@ def _wait(
             aborted = True
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, abort_signal)
+                if sent is not None:
+                    sent.append(time.monotonic())
         try:
             return proc.wait(timeout=min(0.05, remaining))
         except subprocess.TimeoutExpired:
