@@ -243,13 +243,10 @@ class ShippedAdapter:
 
     def _drives(self, req: RunRequest) -> dict[str, dict[str, Any]]:
         """The profile's drives this run uses: abort always, the others unless their ``when``
-        names a config key the scenario leaves unset (null or false)."""
+        names a config key the scenario leaves unset (null or false), or a value it does not
+        have."""
         config = req.start.get("config") or {}
-        return {
-            cap: m
-            for cap, m in self.profile.drive.items()
-            if not m.get("when") or config.get(m["when"]) not in (None, False)
-        }
+        return {cap: m for cap, m in self.profile.drive.items() if _applies(m.get("when"), config)}
 
     def _write_files(self, values: dict, roots: dict[str, Path], specs: list[dict]) -> None:
         for spec in specs:
@@ -462,6 +459,16 @@ def _port_of(base_url: str) -> int | None:
     if parts.hostname not in ("127.0.0.1", "localhost"):
         return None
     return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _applies(when: str | dict | None, config: dict) -> bool:
+    """Whether a drive's ``when`` holds for the run's config (absent: always)."""
+    if not when:
+        return True
+    if isinstance(when, dict):
+        ((key, value),) = when.items()
+        return key in config and config[key] == value
+    return config.get(when) not in (None, False)
 
 
 def _how(mapping: dict[str, Any], values: dict[str, str]) -> str:

@@ -64,7 +64,14 @@ DIALECTS = NAMES  # the registry's names (fakes.dialects)
 # Signals an abort may be (sent to the agent's process group, as a terminal's Ctrl-C is).
 SIGNALS = ("SIGINT", "SIGTERM", "SIGQUIT")
 # Capabilities a profile can earn by driving one of the agent's features from outside.
-DRIVABLE = ("abort", "fallback_model", "hooks", "compaction", "debug_dump")
+DRIVABLE = (
+    "abort",
+    "fallback_model",
+    "hooks",
+    "compaction",
+    "debug_dump",
+    "stream_fallback_config",
+)
 _FILE: dict[str, Any] = {
     "type": "object",
     "required": ["path", "root"],
@@ -86,12 +93,18 @@ _FILE: dict[str, Any] = {
 _SCHEMA: dict[str, Any] = {
     "$defs": {
         # A feature driven by arguments, environment and files, added to every run, or only
-        # to runs whose start config sets `when` (a key of `config`, to a value not null/false).
+        # to runs whose start config sets `when` (a key of `config`, to a value not null/false;
+        # or {key: value}: that key equal to that value).
         "mapping": {
             "type": "object",
             "additionalProperties": False,
             "properties": {
-                "when": {"type": "string", "minLength": 1},
+                "when": {
+                    "oneOf": [
+                        {"type": "string", "minLength": 1},
+                        {"type": "object", "minProperties": 1, "maxProperties": 1},
+                    ]
+                },
                 "args": {"type": "array", "items": {"type": "string"}},
                 "env": {"type": "object", "additionalProperties": {"type": "string"}},
                 "files": {"type": "array", "items": _FILE},

@@ -72,7 +72,8 @@ def _hello(entry) -> dict:
 def test_drives_earn_their_capabilities():
     for name in ("claude-code-2-1-332", "claude-code-2-1-197"):
         caps = ShippedAdapter(name).capabilities()
-        assert {"abort", "fallback_model", "hooks"} <= caps
+        assert {"abort", "fallback_model", "hooks", "stream_fallback_config"} <= caps
+        assert "compaction" not in caps  # docs/agents/claude-code.md: why not
 
 
 def _profile(tmp_path: Path, extra: str) -> Path:
@@ -267,3 +268,57 @@ def test_stop_hook_ignored_leaves_nothing_to_judge(tmp_path, gateway):
     entry, verdicts = _run(gateway, _fake(tmp_path, body), HOOK)
     assert not [e for e in entry["journal"]["entries"] if e.get("kind") == "tool"]
     assert verdicts["CTL-02"]["verdict"] == "INFORMATIONAL", verdicts["CTL-02"]
+
+
+# -- stream fallback switched off: an environment variable when config.stream_fallback is false --
+
+FALLBACK_OFF = {
+    "id": "drive-stream-fallback-off",
+    "criteria": ["STR-12"],
+    "capabilities": ["stream_fallback_config"],
+    "config": {"stream_fallback": False},
+    "script": [
+        {
+            "match": {"stream": True},
+            "reply": {"text": "Hello there, my good friend!", "chunk_chars": 4},
+            "fault": {"cut": {"after_events": 3, "mode": "reset"}},
+        },
+        {"match": {"stream": False}, "reply": {"text": "Fallback.", "finish_reason": "stop"}},
+    ],
+}
+
+CUT_THEN_FALLBACK = """
+try:
+    for line in ask(os.environ["ANTHROPIC_MODEL"], stream=True):
+        pass
+except OSError:
+    pass
+if os.environ.get("CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK") == "1" and HONOURS:
+    sys.exit(1)
+done(json.load(ask(os.environ["ANTHROPIC_MODEL"]))["content"][0]["text"])
+"""
+
+
+def test_stream_fallback_switch_honoured(tmp_path, gateway):
+    entry, verdicts = _run(
+        gateway, _fake(tmp_path, "HONOURS = True\n" + CUT_THEN_FALLBACK), FALLBACK_OFF
+    )
+    assert (
+        "CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK"
+        in _hello(entry)["driven"]["stream_fallback_config"]
+    )
+    assert verdicts["STR-12"]["verdict"] == "PASS", verdicts["STR-12"]
+
+
+def test_stream_fallback_switch_ignored_is_judged(tmp_path, gateway):
+    entry, verdicts = _run(
+        gateway, _fake(tmp_path, "HONOURS = False\n" + CUT_THEN_FALLBACK), FALLBACK_OFF
+    )
+    assert verdicts["STR-12"]["verdict"] in ("FAIL", "NON-STRICT"), verdicts["STR-12"]
+
+
+def test_stream_fallback_switch_only_when_config_says_false(tmp_path, gateway):
+    sc = {**FALLBACK_OFF, "config": {"stream_fallback": True}, "criteria": ["ERR-05"]}
+    sc["capabilities"] = []
+    entry, _ = _run(gateway, _fake(tmp_path, "HONOURS = True\n" + CUT_THEN_FALLBACK), sc)
+    assert _hello(entry)["driven"] == {}
