@@ -322,3 +322,52 @@ def test_stream_fallback_switch_only_when_config_says_false(tmp_path, gateway):
     sc["capabilities"] = []
     entry, _ = _run(gateway, _fake(tmp_path, "HONOURS = True\n" + CUT_THEN_FALLBACK), sc)
     assert _hello(entry)["driven"] == {}
+
+
+# -- Codex: the same hook command, from hooks.json in CODEX_HOME, enabled by its flags ----------
+
+FAKE_CODEX_HOOKS = """
+import tomllib
+home = os.environ["CODEX_HOME"]
+cfg = tomllib.load(open(os.path.join(home, "config.toml"), "rb"))
+prov = cfg["model_providers"][cfg["model_provider"]]
+body = {"model": cfg["model"], "input": "Say hello.", "stream": False}
+req = urllib.request.Request(prov["base_url"] + "/responses", json.dumps(body).encode(),
+    method="POST", headers={"content-type": "application/json",
+    "authorization": "Bearer " + os.environ[prov["env_key"]]})
+json.load(urllib.request.urlopen(req, timeout=10))
+# Hooks run only when enabled by its flags (a fake that ignores them never runs one).
+if HONOURS and "--enable" in sys.argv and "hooks" in sys.argv:
+    hooks = json.load(open(os.path.join(home, "hooks.json")))["hooks"]["Stop"]
+    (hook,) = [h for group in hooks for h in group["hooks"]]
+    out = subprocess.run(hook["command"], shell=True, input="{}", capture_output=True,
+                         text=True, check=True).stdout
+    assert json.loads(out)["continue"] is False
+print(json.dumps({"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}}))
+"""
+
+
+def _fake_codex(tmp_path: Path, honours: bool) -> ShippedAdapter:
+    path = tmp_path / "fake-codex"
+    path.write_text(
+        f"#!{sys.executable}\nimport json, os, subprocess, sys, urllib.request\n"
+        f"HONOURS = {honours}\n" + textwrap.dedent(FAKE_CODEX_HOOKS)
+    )
+    path.chmod(0o755)
+    return ShippedAdapter("codex", bin_path=str(path))
+
+
+@pytest.mark.parametrize("honours", [True, False])
+def test_codex_stop_hook(tmp_path, gateway, honours):
+    sc = Scenario.from_dict({"title": "driven", "prompt": "Say hello.", "deadline": 20, **HOOK})
+    entry, verdicts = run_scenario(
+        gateway, _fake_codex(tmp_path, honours), sc, dialect="openai_responses"
+    )
+    assert entry["status"] == "ran", entry["agent_log"][-2000:]
+    tools = [e["tool"] for e in entry["journal"]["entries"] if e.get("kind") == "tool"]
+    if honours:
+        assert tools == ["stop_hook"]
+        assert verdicts["CTL-02"]["verdict"] == "PASS", verdicts["CTL-02"]
+    else:
+        assert tools == []
+        assert verdicts["CTL-02"]["verdict"] == "INFORMATIONAL", verdicts["CTL-02"]
