@@ -4,8 +4,7 @@ A profile (``conformance/profiles/<name>.yaml``) says how to install the agent (
 package), the argv template, environment variables and configuration files to write, the
 capabilities it can honestly declare, the features it has that a harness drives from outside
 (``drive``: an abort signal, arguments, environment, files, each earning a capability), the
-output parser for what it prints, and the wire
-dialect it speaks. `load_profile` validates it against `_SCHEMA` and names ``file:line`` in every
+output parser for what it prints, and the wire dialect it speaks. `load_profile` validates it against `_SCHEMA` and names ``file:line`` in every
 error; `render` fills the ``{placeholders}`` of a template with a run's values.
 """
 
