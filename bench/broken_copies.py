@@ -22,15 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from conformance.adapters.reference import ReferenceAdapter  # noqa: E402
 from conformance.reference.agent import Behaviours  # noqa: E402
 from conformance.runner import DEFAULT_TIME_SCALE, run_suite  # noqa: E402
+from conformance.timing import measure  # noqa: E402
 from conformance.verdicts import SEVERITY  # noqa: E402
-from fakes import Gateway, load_scenarios  # noqa: E402
+from fakes import load_scenarios  # noqa: E402
+from fakes.remote import GatewayProcess  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent / "scenarios" / "criteria"
 RANK = {v: i for i, v in enumerate(SEVERITY)}  # lower is worse
 
 
-def verdicts(gw, adapter, scenarios, scale) -> dict[str, str]:
-    agent = run_suite(gw, adapter, scenarios, time_scale=scale)
+def verdicts(gw, adapter, scenarios, scale, timing) -> dict[str, str]:
+    agent = run_suite(gw, adapter, scenarios, time_scale=scale, timing=timing)
     return {cid: c["verdict"] for cid, c in agent["criteria"].items()}
 
 
@@ -41,15 +43,16 @@ def main() -> int:
     args = p.parse_args()
     switches = args.switch or [f.name for f in dataclasses.fields(Behaviours)]
     scenarios = load_scenarios(ROOT)
-    with Gateway.running() as gw:
+    with GatewayProcess.running() as gw:  # as `conformance run` does, timing measured
+        timing = measure(gw)
         t0 = time.monotonic()
-        healthy = verdicts(gw, ReferenceAdapter(), scenarios, args.time_scale)
+        healthy = verdicts(gw, ReferenceAdapter(), scenarios, args.time_scale, timing)
         took = time.monotonic() - t0
         print(f"healthy run: {len(scenarios)} scenarios in {took:.1f} s", file=sys.stderr)
         rows = []
         for sw in switches:
             broken = verdicts(
-                gw, ReferenceAdapter(Behaviours(**{sw: False})), scenarios, args.time_scale
+                gw, ReferenceAdapter(Behaviours(**{sw: False})), scenarios, args.time_scale, timing
             )
             worse = sorted(
                 f"{cid} {broken[cid]}"

@@ -16,6 +16,7 @@ from typing import Any, TypeGuard, cast
 
 from conformance.canon import canonical_journal
 from conformance.catalogue import by_id
+from conformance.timing import DEFAULT_TIMING, EARLY_SLACK_S, LATE_FLOOR_S, Timing
 from fakes.faults import FAULTS
 from fakes.journal import ChatEntry, Entry, Journal, Response, ToolEntry
 
@@ -34,10 +35,11 @@ __all__ = [
 
 # Statuses the retry policy covers (429, 5xx of RTY-05, 408/409 of RTY-16).
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
-# Fixed scheduling slack per attempt, in real seconds: an attempt may come this much early...
-SLACK_REAL_S = 0.005
-# ...and this much late: a loaded machine delays wake-ups far more than it advances them.
-LATE_SLACK_REAL_S = 0.025
+# Scheduling slack per attempt, in real seconds: an attempt may come this much early...
+SLACK_REAL_S = EARLY_SLACK_S
+# ...and at least this much late (a run measures how much more: ``conformance.timing``): a
+# loaded machine delays wake-ups far more than it advances them.
+LATE_SLACK_REAL_S = LATE_FLOOR_S
 
 
 # RTY-03's backoff: a base delay doubling per retry, up to a cap (seconds).
@@ -155,6 +157,8 @@ class Evidence:
     # Secret values handed to the agent (API key); only used to prove they leaked nowhere.
     secrets: tuple[str, ...] = ()
     agent_log: str = ""
+    # The run's timing allowances (measured at its start; the floors when nothing was measured).
+    timing: Timing = DEFAULT_TIMING
     # An agent on a fast clock (conformance.adapters.warp): its own work between two attempts
     # is not sped up, so each wait on the wire carries that much real time more, which the
     # calibration measured (mean and spread, real seconds). Waits are judged with the mean
@@ -178,12 +182,12 @@ class Evidence:
     @property
     def slack(self) -> float:
         """The per-attempt scheduling slack in nominal seconds."""
-        return (SLACK_REAL_S + self.overhead_spread_s) / self.time_scale
+        return (self.timing.early_slack_s + self.overhead_spread_s) / self.time_scale
 
     @property
     def late_slack(self) -> float:
         """How late an attempt may be, beyond its upper bound, in nominal seconds."""
-        return (LATE_SLACK_REAL_S + self.overhead_spread_s) / self.time_scale
+        return (self.timing.late_slack_s + self.overhead_spread_s) / self.time_scale
 
     def chat(self) -> list[ChatEntry]:
         """Chat attempts in arrival order: every request the agent sent is evidence, those

@@ -8,12 +8,17 @@ The file is YAML, a list of entries::
     - criterion: DBG-01
       verdict: UNSUPPORTED
       agent: cmd:./my-agent      # optional: only for this agent (default: every agent)
+    - criterion: RTY-05
+      verdict: PASS
+      flaky: true                # optional: a verdict --verify found flaky gates on its best run
 
 Theory of operation: a criterion the file does not name is expected to be fine, so any failing
 verdict for it (FAIL, ERROR, TIMEOUT; NON-STRICT too with ``strict``) is a regression. A named
 criterion's observed verdict is a regression only when it is failing and worse than the expected
 one in the severity order ERROR > TIMEOUT > FAIL > NON-STRICT > PASS > INFORMATIONAL >
 UNSUPPORTED; a better verdict than expected is reported as fixed and does not fail the gate.
+A criterion marked ``flaky: true`` whose verdict differed between the runs of ``--verify``
+(``conformance.verify``) is judged by the best of its runs instead.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import yaml
 
 from conformance.catalogue import CATALOGUE
 from conformance.errors import ConformanceError
-from conformance.verdicts import VERDICTS
+from conformance.verdicts import VERDICTS, aggregate
 
 # What got worse for a CI gate: a run that broke or hung is worse than a known failure. (A
 # criterion's aggregate over scenarios uses another order, conformance.verdicts.SEVERITY, in
@@ -41,14 +46,16 @@ __all__ = [
     "ExpectationsError",
     "Expectations",
     "Finding",
+    "best_run",
     "failing_verdicts",
+    "flaky_best",
     "load_expectations",
     "compare_results",
     "updated_expectations",
     "write_expectations",
 ]
 
-_KEYS = ("criterion", "verdict", "reason", "agent")
+_KEYS = ("criterion", "verdict", "reason", "agent", "flaky")
 
 
 class ExpectationsError(ConformanceError, ValueError):
@@ -62,6 +69,7 @@ class Expectation:
     reason: str = ""
     agent: str | None = None  # None: every agent
     line: int = 0  # where the entry starts in its file (1-based), 0 when built in code
+    flaky: bool = False  # a flaky verdict (--verify) gates on its best run
 
 
 @dataclass(frozen=True)
@@ -114,10 +122,20 @@ class Expectations:
         return general
 
     def judge(
-        self, agent: str, criterion: str, verdict: str, *, strict: bool = False
+        self,
+        agent: str,
+        criterion: str,
+        verdict: str,
+        *,
+        strict: bool = False,
+        flaky_best: str | None = None,
     ) -> tuple[str, Finding]:
-        """Classify one observed verdict: ``regression``, ``fixed``, ``expected`` or ``ok``."""
+        """Classify one observed verdict: ``regression``, ``fixed``, ``expected`` or ``ok``.
+        ``flaky_best``: for a verdict that differed between runs, the best of them, which an
+        entry marked flaky judges instead."""
         exp = self.lookup(agent, criterion)
+        if exp is not None and exp.flaky and flaky_best is not None:
+            verdict = flaky_best
         finding = Finding(
             agent, criterion, verdict, exp.verdict if exp else None, exp.reason if exp else ""
         )
@@ -188,8 +206,11 @@ def load_expectations(path: str | os.PathLike[str]) -> Expectations:
                 + ", ".join(VERDICTS)
             )
         reason, agent = data.get("reason") or "", data.get("agent")
+        flaky = data.get("flaky", False)
         if not isinstance(reason, str):
             raise ExpectationsError(f"{where}: {cid}: 'reason' must be text")
+        if not isinstance(flaky, bool):
+            raise ExpectationsError(f"{where}: {cid}: 'flaky' must be true or false")
         if agent is not None and (not isinstance(agent, str) or not agent):
             raise ExpectationsError(f"{where}: {cid}: 'agent' must be an agent name")
         key = (cid, agent)
@@ -199,7 +220,7 @@ def load_expectations(path: str | os.PathLike[str]) -> Expectations:
                 + (f" for agent {agent!r}" if agent else "")
             )
         seen[key] = line
-        entries.append(Expectation(cid, verdict, reason, agent, line))
+        entries.append(Expectation(cid, verdict, reason, agent, line, flaky))
     return Expectations(entries, str(p))
 
 
@@ -211,7 +232,9 @@ def compare_results(
     out = Comparison([], [], [])
     for agent in doc.get("agents", []):
         for cid, res in sorted(agent["criteria"].items()):
-            kind, finding = expectations.judge(agent["name"], cid, res["verdict"], strict=strict)
+            kind, finding = expectations.judge(
+                agent["name"], cid, res["verdict"], strict=strict, flaky_best=flaky_best(res)
+            )
             if kind == "regression":
                 out.regressions.append(finding)
             elif kind == "fixed":
@@ -221,13 +244,30 @@ def compare_results(
     return out
 
 
+def best_run(verdict: Mapping[str, Any]) -> str | None:
+    """The best verdict among the runs of one scenario's flaky verdict entry, else None."""
+    runs = verdict.get("runs") if verdict.get("flaky") else None
+    if not runs:
+        return None
+    return max((r["verdict"] for r in runs), key=GATE_ORDER.index)
+
+
+def flaky_best(result: Mapping[str, Any]) -> str | None:
+    """For a criterion result (contracts §4) with a flaky scenario verdict: its aggregate with
+    each flaky scenario taken at its best run; else None."""
+    if not result.get("flaky"):
+        return None
+    return aggregate([best_run(v) or v["verdict"] for v in result.get("scenarios") or []])
+
+
 def updated_expectations(
     doc: Mapping[str, Any], old: Expectations | None = None, *, strict: bool = False
 ) -> Expectations:
     """The expectations that make ``doc`` pass, keeping existing reasons.
 
-    Criteria this run judged get an entry when their verdict is failing (or NON-STRICT), and lose
-    it otherwise; entries for criteria or agents the run did not cover are kept as they were.
+    Criteria this run judged get an entry when their verdict is failing (or NON-STRICT) or
+    flaky, or was marked flaky, and lose it otherwise; entries for criteria or agents the run did
+    not cover are kept as they were.
     """
     old = old or Expectations()
     agents = list(doc.get("agents", []))
@@ -245,15 +285,17 @@ def updated_expectations(
     for agent in agents:
         for cid, res in sorted(agent["criteria"].items()):
             verdict = res["verdict"]
-            if verdict not in recorded:
-                continue
             prev = old.lookup(agent["name"], cid)
+            # A flaky mark, found now or before, is kept whatever the verdict.
+            flaky = bool(res.get("flaky")) or bool(prev and prev.flaky)
+            if verdict not in recorded and not flaky:
+                continue
             reason = prev.reason if prev and prev.reason else "recorded by --update-expectations"
             # An entry for every agent stays one when the run had a single agent.
             target = prev.agent if prev else (agent["name"] if len(agents) > 1 else None)
             if any(e.criterion == cid and e.agent == target for e in new):
                 continue  # one general entry already covers it (several agents, same verdict)
-            new.append(Expectation(cid, verdict, reason, target))
+            new.append(Expectation(cid, verdict, reason, target, flaky=flaky))
     order = {c.id: i for i, c in enumerate(CATALOGUE)}
     merged = sorted(kept + new, key=lambda e: (order.get(e.criterion, 1 << 30), e.agent or ""))
     return Expectations(merged, old.source)
@@ -269,10 +311,12 @@ def write_expectations(path: str | os.PathLike[str], expectations: Expectations)
     if not expectations.entries:
         lines.append("[]")
     for e in expectations.entries:
-        entry: dict[str, str] = {"criterion": e.criterion, "verdict": e.verdict}
+        entry: dict[str, Any] = {"criterion": e.criterion, "verdict": e.verdict}
         entry["reason"] = e.reason
         if e.agent is not None:
             entry["agent"] = e.agent
+        if e.flaky:
+            entry["flaky"] = True
         dumped = yaml.safe_dump(
             [entry], allow_unicode=True, sort_keys=False, default_flow_style=False, width=1000
         )

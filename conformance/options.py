@@ -191,6 +191,16 @@ class RunSettings:
         metavar="N",
         cli=flag("-n"),  # under pytest, pytest-xdist's own -n
     )
+    verify: int | None = _option(
+        None,  # no rerun
+        "rerun a scenario whose timing verdict (a wait, a silence) came out FAIL or NON-STRICT "
+        "up to N times: a failing verdict stands only when it reproduces, one that differs "
+        "between runs is reported flaky with every run's evidence; default 0 (no rerun)",
+        type=int,
+        metavar="N",
+        cli=flag("--verify"),
+        plugin=flag("--conformance-verify"),
+    )
     keyword: str | None = _option(
         None,
         "only scenarios whose name '<scenario-id>[<agent>]' matches this pytest -k expression",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import shutil
 import signal
 import sys
@@ -36,6 +37,7 @@ from conformance.expectations import (
     Comparison,
     Expectations,
     ExpectationsError,
+    best_run,
     compare_results,
     load_expectations,
     updated_expectations,
@@ -51,6 +53,8 @@ from conformance.runner import (
     run_scenario,
     run_suite,
 )
+from conformance.timing import DEFAULT_TIMING, Timing, measure, run_timing
+from conformance.verify import verified
 
 if TYPE_CHECKING:
     from fakes import Scenario
@@ -96,6 +100,7 @@ class ScenarioRun(TypedDict):
     index: int  # the item's place in collection order
     entry: dict  # runner.run_scenario's results entry
     verdicts: dict[str, dict]  # and its verdicts
+    timing: dict  # the timing allowances it was judged with (conformance.timing.Timing)
 
 
 @dataclass(frozen=True)
@@ -141,6 +146,10 @@ class RunSession:
         if settings.processes < 1:
             flag = settings.flag_of("processes")
             raise RunInputError(f"{flag} must be at least 1, got {settings.processes}")
+        self.verify = settings.verify or 0
+        if self.verify < 0:
+            flag = settings.flag_of("verify")
+            raise RunInputError(f"{flag} must be 0 or more, got {settings.verify}")
         if settings.shard is not None and settings.update_expectations:
             # Each part would rewrite the file from its own verdicts only.
             raise RunInputError(
@@ -162,6 +171,8 @@ class RunSession:
         self._agent_results: list[dict] | None = None  # from run_in_process
         self._stack = contextlib.ExitStack()
         self._gateway: Any = None
+        self.timing: Timing = DEFAULT_TIMING  # this process's, once its gateway started
+        self._calibrations: dict[str, dict] = {}  # every process's, by process
 
     # --- input ---------------------------------------------------------------------------------
 
@@ -223,11 +234,16 @@ class RunSession:
     # --- running -------------------------------------------------------------------------------
 
     def gateway(self) -> Any:
-        """This process's fake gateway, started on first use and stopped by :meth:`close`."""
+        """This process's fake gateway, in a process of its own, started on first use (and the
+        machine's timing calibrated then: ``conformance.timing``) and stopped by :meth:`close`."""
         if self._gateway is None:
-            from fakes import Gateway
+            from fakes.remote import GatewayProcess
 
-            self._gateway = self._stack.enter_context(Gateway.running())
+            gateway = self._stack.enter_context(GatewayProcess.running())
+            process = os.environ.get("PYTEST_XDIST_WORKER", "main")
+            self.timing = measure(gateway, process=process)
+            self._calibrations[process] = self.timing.as_dict()
+            self._gateway = gateway
         return self._gateway
 
     def ready(self, adapter: Any) -> None:
@@ -259,8 +275,9 @@ class RunSession:
                 def rerun(s: Scenario, spec: str = spec) -> str:
                     return rerun_command(s, spec, dialect)
 
+                gateway = self.gateway()
                 result = run_suite(
-                    self.gateway(),
+                    gateway,
                     agent.adapter,
                     scenarios,
                     time_scale=self.time_scale,
@@ -268,6 +285,8 @@ class RunSession:
                     progress=_say if self.settings.progress else None,
                     stop=stop,
                     dialect=dialect,
+                    timing=self.timing,
+                    verify=self.verify,
                 )
                 result["name"] = agent.label
                 agents.append(result)
@@ -283,14 +302,20 @@ class RunSession:
         agent = self.agent(label)
         dialect = self.settings.dialect
         self.ready(agent.adapter)
-        entry, verdicts = run_scenario(
-            self.gateway(),
-            agent.adapter,
-            scenario,
-            time_scale=self.time_scale,
-            rerun=rerun_command(scenario, agent.spec, dialect),
-            dialect=dialect,
-        )
+        gateway = self.gateway()
+
+        def once() -> tuple[dict, dict[str, dict]]:
+            return run_scenario(
+                gateway,
+                agent.adapter,
+                scenario,
+                time_scale=self.time_scale,
+                rerun=rerun_command(scenario, agent.spec, dialect),
+                dialect=dialect,
+                timing=self.timing,
+            )
+
+        entry, verdicts = verified(once(), once, self.verify)
         return {
             "agent": label,
             "adapter": agent.adapter.name,
@@ -298,6 +323,7 @@ class RunSession:
             "index": index,
             "entry": entry,
             "verdicts": verdicts,
+            "timing": self.timing.as_dict(),
         }
 
     def regressions(self, run: ScenarioRun) -> list[tuple[str, dict, str]]:
@@ -306,7 +332,9 @@ class RunSession:
         strict = self.settings.strict
         found = []
         for cid, v in run["verdicts"].items():
-            kind, finding = self.expectations.judge(run["agent"], cid, v["verdict"], strict=strict)
+            kind, finding = self.expectations.judge(
+                run["agent"], cid, v["verdict"], strict=strict, flaky_best=best_run(v)
+            )
             if kind == "regression":
                 found.append((cid, v, finding.expected or ("PASS" if strict else "NON-STRICT")))
         return found
@@ -314,6 +342,9 @@ class RunSession:
     def record(self, run: ScenarioRun, *, total: int = 0) -> None:
         """Keep one scenario run for the results (``total``: how many are to run)."""
         self._runs.append(run)
+        timing = run.get("timing")
+        if timing and timing.get("harness") is not None:
+            self._calibrations.setdefault(str(timing.get("process")), timing)
         if self.settings.progress:
             done = len(self._runs)
             line = progress_line(done, max(total, done), run["entry"], run["verdicts"])
@@ -350,6 +381,7 @@ class RunSession:
             interrupted=interrupted,
             command=self.command,
             dialect=self.settings.dialect,
+            timing=run_timing(list(self._calibrations.values())),
         )
         if self.selection is not None:
             doc["run"]["shard"] = dict(self.selection)  # reports.merge joins the parts

@@ -42,6 +42,16 @@ class Session:
         """Contracts §2 journal (a snapshot copy)."""
         return self._gw._call(lambda: self._gw.app.sessions[self.id].journal())
 
+    def wait_headers(self, step: int, timeout: float) -> bool:
+        """Whether the response served by script step ``step`` has its headers out, waiting
+        up to ``timeout`` s for it."""
+        end = time.monotonic() + timeout
+        while not self._gw._call(lambda: self._gw.app.sessions[self.id].headers_out(step)):
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.002)
+        return True
+
     def set_agent_clock(self, origin: float, speed: float) -> None:
         """The agent runs on a clock ``speed`` times as fast as the real one from real wall time
         ``origin``: the HTTP-dates this session renders are in that clock."""

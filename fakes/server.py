@@ -28,6 +28,7 @@ from typing import Any, Literal, cast, overload
 from aiohttp import web
 
 from fakes import mcp
+from fakes.control import add_control_routes
 from fakes.dialects import REGISTRY, anthropic_messages
 from fakes.errors import FakesError, ScenarioError
 from fakes.hold import hold_headers
@@ -82,6 +83,7 @@ class GatewayApp:
         r.add_post("/_control/sessions", self._create)
         r.add_get("/_control/sessions/{sid}/journal", self._journal)
         r.add_delete("/_control/sessions/{sid}", self._drop)
+        add_control_routes(r, self.sessions)
         for d in REGISTRY.values():  # one endpoint per dialect (Anthropic's takes ?beta=true too)
             r.add_post("/s/{sid}" + d.PATH, functools.partial(self._chat, dialect=d.NAME))
         r.add_post("/s/{sid}/v1/messages/count_tokens", self._count_tokens)
@@ -371,8 +373,7 @@ class GatewayApp:
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
         e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
-        clock = st.agent_time if st.agent_clock is not None else float
-        return await self._execute(request, plan, e, st.time_scale, clock=clock)
+        return await self._execute(request, plan, e, st)
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         st = self._session(request)
@@ -457,13 +458,11 @@ class GatewayApp:
         return resp
 
     async def _execute(
-        self,
-        request: web.Request,
-        plan: Plan,
-        e: ChatEntry,
-        scale: float,
-        clock: Callable[[float], float] = float,
+        self, request: web.Request, plan: Plan, e: ChatEntry, st: SessionState
     ) -> web.StreamResponse:
+        scale = st.time_scale
+        # An agent on a fast clock: HTTP-dates are rendered, and recorded, in its clock.
+        clock: Callable[[float], float] = st.agent_time if st.agent_clock is not None else float
         r: ResponseRecord = {
             "status": plan.status,
             "headers": {},
@@ -504,11 +503,13 @@ class GatewayApp:
             resp.enable_chunked_encoding()
         else:
             resp.content_length = plan.full_bytes
-        w = PlanWriter(request, resp, plan, r, scale, None if clock is float else clock)
+        w = PlanWriter(
+            request, resp, plan, r, scale, None if clock is float else clock, st.headers_sent
+        )
         try:
             await w.run()
         except (ConnectionError, asyncio.CancelledError) as ex:
-            r["end"] = "client_gone"
+            r["t_end_ns"], r["end"] = time.monotonic_ns(), "client_gone"
             if isinstance(ex, asyncio.CancelledError):
                 self._record_sent(r, w.data, plan)
                 raise
@@ -521,7 +522,8 @@ class GatewayApp:
         r["sent"], sent_digest = kept_text(data, plan.secrets, self.retention)
         if sent_digest is not None:
             r["sent_digest"] = sent_digest
-        r["t_end_ns"] = time.monotonic_ns()
+        if r.get("t_end_ns") is None:  # stamped by the writer as the last byte left, if it did
+            r["t_end_ns"] = time.monotonic_ns()
 
 
 def _api_key(request: web.Request) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import uuid
 from collections import deque
@@ -84,6 +85,10 @@ class SessionState:
     # The journal: every entry, or a ring of the last ``retention.entries``.
     entries: deque[Entry] = field(init=False)
     count: int = 0  # entries journaled since the session began (the next ``seq``)
+    # Set (and replaced) whenever a response's headers go out: wakes wait_headers.
+    _headers_out: asyncio.Event = field(
+        default_factory=asyncio.Event, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         self.used = [0] * len(self.scenario.script)
@@ -93,6 +98,32 @@ class SessionState:
         """Journal ``entry`` (its ``seq`` is ``count``); a full ring lets its oldest go."""
         self.entries.append(entry)
         self.count += 1
+
+    def headers_sent(self) -> None:
+        """A response's headers just went out (called by the server)."""
+        self._headers_out.set()
+        self._headers_out = asyncio.Event()
+
+    def headers_out(self, step: int) -> bool:
+        """Whether the response served by script step ``step`` has its headers out."""
+        return any(
+            e.get("step") == step and (e.get("response") or {}).get("t_headers_ns")
+            for e in self.entries
+        )
+
+    async def wait_headers(self, step: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for :meth:`headers_out`; its value at the end."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while not self.headers_out(step):
+            left = end - loop.time()
+            if left <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._headers_out.wait(), left)
+            except TimeoutError:
+                return self.headers_out(step)
+        return True
 
     def agent_time(self, wall: float) -> float:
         """The agent's wall clock at real wall time ``wall`` (the same clock without a warp)."""

@@ -88,9 +88,11 @@ class PlanWriter:
         r: ResponseRecord,
         scale: float,
         clock: Callable[[float], float] | None = None,
+        on_headers: Callable[[], None] | None = None,
     ) -> None:
         self.request, self.resp, self.plan, self.r, self.scale = request, resp, plan, r, scale
         self.clock = clock  # the agent's wall clock when it runs on a fast one
+        self.on_headers = on_headers  # told when the headers go out (the abort watch waits)
         self.parts: list[bytes] = []  # every write, in order: the bytes handed to the client
         self.nbytes = self.events = 0
         self.headers_out = False
@@ -112,6 +114,8 @@ class PlanWriter:
             self.r["t_headers_ns"], self.r["t_wall_headers"] = time.monotonic_ns(), wall
             if self.clock is not None:  # the same moment in the agent's clock
                 self.r["t_agent_wall_headers"] = self.clock(wall)
+            if self.on_headers is not None:
+                self.on_headers()
         if buf:
             self.parts.append(buf)
             self.nbytes += len(buf)
@@ -184,13 +188,15 @@ class PlanWriter:
         if ending == "complete":
             self._handed(buf, events)
             await self.resp.write_eof(buf)  # with the final HTTP chunk: one write
+            # Stamped the moment the last byte is handed over: a retry's wait starts here.
+            self.r["t_end_ns"] = time.monotonic_ns()
             return
         await self._write(buf, events)
         if ending == "reset":
             await self._flush()  # the bytes before the cut leave before the RST discards them
             reset_connection(transport)
-            self.r["end"] = "reset"
+            self.r["t_end_ns"], self.r["end"] = time.monotonic_ns(), "reset"
         else:  # close: the transport flushes what it holds, then closes
             if transport is not None:
                 transport.close()
-            self.r["end"] = "close"
+            self.r["t_end_ns"], self.r["end"] = time.monotonic_ns(), "close"

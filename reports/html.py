@@ -128,6 +128,7 @@ def _scenario_view(agent: AgentView, cited: dict[str, Any], cid: str) -> dict[st
         "expected": cited.get("expected"),
         "observed": cited.get("observed"),
         "partial": bool(cited.get("partial")),
+        "runs": cited.get("runs") if cited.get("flaky") else None,  # --verify: it differed
         "status": sc.get("status"),
         "duration_s": sc.get("duration_s"),
         "file": sc.get("file"),

@@ -169,3 +169,45 @@ def test_empty_update_writes_a_loadable_file(tmp_path):
     path = tmp_path / "exp.yaml"
     write_expectations(path, updated_expectations(doc_with({"RTY-01": "PASS"})))
     assert load_expectations(path).entries == []
+
+
+def flaky_doc(runs: list[str], settled: str) -> dict:
+    """One criterion whose scenario verdict --verify found flaky."""
+    v = {"id": "s", "verdict": settled, "flaky": True, "runs": [{"verdict": r} for r in runs]}
+    return {
+        "agents": [
+            {
+                "name": "agent-x",
+                "criteria": {"RTY-05": {"verdict": settled, "flaky": True, "scenarios": [v]}},
+                "scenarios": [{"id": "s", "status": "ran"}],
+            }
+        ]
+    }
+
+
+def test_a_flaky_mark_judges_a_flaky_verdict_by_its_best_run(tmp_path):
+    doc = flaky_doc(["FAIL", "PASS", "FAIL"], "FAIL")
+    plain = Expectations([Expectation("RTY-05", "PASS")])
+    marked = Expectations([Expectation("RTY-05", "PASS", flaky=True)])
+    assert [f.criterion for f in compare_results(doc, plain).regressions] == ["RTY-05"]
+    assert compare_results(doc, marked).regressions == []
+    # A failure every run reproduced is not flaky: the mark does not excuse it.
+    steady = doc_with({"RTY-05": "FAIL"})
+    assert [f.criterion for f in compare_results(steady, marked).regressions] == ["RTY-05"]
+
+
+def test_flaky_is_read_written_and_kept_by_updates(tmp_path):
+    path = write(tmp_path, "- {criterion: RTY-05, verdict: PASS, flaky: true}\n")
+    (e,) = load_expectations(path).entries
+    assert e.flaky is True
+    bad = write(tmp_path, "- {criterion: RTY-05, verdict: PASS, flaky: sometimes}\n")
+    with pytest.raises(ExpectationsError, match=r"exp.yaml:1: RTY-05: 'flaky' must be true"):
+        load_expectations(bad)
+    # A flaky PASS gets an entry (the mark); a later steady PASS keeps the mark.
+    new = updated_expectations(flaky_doc(["FAIL", "PASS", "PASS"], "PASS"))
+    assert [(x.criterion, x.verdict, x.flaky) for x in new.entries] == [("RTY-05", "PASS", True)]
+    kept = updated_expectations(doc_with({"RTY-05": "PASS"}), new)
+    assert [(x.criterion, x.flaky) for x in kept.entries] == [("RTY-05", True)]
+    write_expectations(path, kept)
+    assert "flaky: true" in path.read_text(encoding="utf-8")
+    assert load_expectations(path).entries[0].flaky is True

@@ -7,8 +7,17 @@ from conformance.checks.registry import (
     CHECKS,
     FINAL_ON_PARTIAL,
     INVARIANTS,
+    TIMING,
     check_for,
     run_check,
 )
 
-__all__ = ["Finding", "CHECKS", "FINAL_ON_PARTIAL", "INVARIANTS", "check_for", "run_check"]
+__all__ = [
+    "Finding",
+    "CHECKS",
+    "FINAL_ON_PARTIAL",
+    "INVARIANTS",
+    "TIMING",
+    "check_for",
+    "run_check",
+]

@@ -21,7 +21,11 @@ ERROR. Criteria outside the set are not judged on a partial run. A check is put 
 ``INVARIANTS`` are judged on every run, whatever criteria the scenario lists (``invariant=True``):
 the wire invariants, and DBG-02 (any run can show the key: a message, the log, a dump).
 
-All three are in catalogue order, whatever order the modules are imported in.
+``TIMING`` names the criteria whose verdict rests on how long something took on the wire
+(``timing: true`` in the catalogue): ``--verify N`` reruns a scenario whose timing verdict
+failed.
+
+All four are in catalogue order, whatever order the modules are imported in.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from conformance.checks.declare import Check, declared
 from conformance.checks.finding import Finding
 from conformance.evidence import Evidence
 
-__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "INVARIANTS", "check_for", "run_check"]
+__all__ = ["CHECKS", "FINAL_ON_PARTIAL", "INVARIANTS", "TIMING", "check_for", "run_check"]
 
 # Imported for their @check lines, which fill the declarations.
 _AREAS = (
@@ -79,6 +83,8 @@ CHECKS: dict[str, Check] = {cid: _DECLARED[cid].fn for cid in _IN_ORDER}
 FINAL_ON_PARTIAL: frozenset[str] = frozenset(cid for cid in _IN_ORDER if _DECLARED[cid].final)
 
 INVARIANTS: dict[str, Check] = {cid: CHECKS[cid] for cid in _IN_ORDER if _DECLARED[cid].invariant}
+
+TIMING: frozenset[str] = frozenset(c.id for c in CATALOGUE if c.timing)
 
 
 def check_for(criterion_id: str) -> Check | None:

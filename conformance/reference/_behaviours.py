@@ -38,6 +38,8 @@ class Behaviours:
     retry_budget: bool = True  # off: 11 retries of one request instead of 10 (RTY-04)
     give_up_when_exhausted: bool = True  # off: retryable errors are retried without end (RTY-04)
     backoff_cap: bool = True  # off: the backoff 0.5 x 2^(n-1) s is never capped at 32 s (RTY-03)
+    jitter: bool = True  # off: every backoff wait is its nominal value exactly (RTY-08)
+    backoff_base: bool = True  # off: the backoff starts at 0.25 s instead of 0.5 s (RTY-03)
     fallback_after_first_cut: bool = True  # off: a cut stream is resent streaming 10 times first
     honest_exit: bool = True  # off: the front end exits 89 "unsupported" after turn_end
     strict_truncated_json: bool = True  # off: a dangling key is dropped and the call run (TJS-04)

@@ -130,6 +130,8 @@ def retry_or_surface(core: Requests, f: AttemptFailure) -> Phase:
         honour_retry_after=core.b.honour_retry_after,
         backoff=core.b.backoff,
         cap=core.b.backoff_cap,
+        jitter=core.b.jitter,
+        full_base=core.b.backoff_base,
         max_retries=core._max_retries(),
     )
     allowed = d.retry

@@ -103,24 +103,33 @@ class RetryDecision:
     nominal_s: float | None = None
 
 
-def nominal_backoff(retry_number: int, *, cap: bool = True) -> float:
+def nominal_backoff(retry_number: int, *, cap: bool = True, base: float = BASE_DELAY_S) -> float:
     """Nominal delay in seconds before retry ``retry_number`` (1-based): min(32, 0.5*2^(n-1)).
 
-    ``cap=False`` (a broken copy) drops the 32 s cap.
+    ``cap=False`` (a broken copy) drops the 32 s cap; another ``base`` (a broken copy) starts
+    the doubling elsewhere.
     """
     if retry_number < 1:
         raise ValueError(f"retry_number must be >= 1, got {retry_number}")
     # Cap the exponent so huge retry numbers cannot overflow.
-    delay = BASE_DELAY_S * 2 ** min(retry_number - 1, 64)
+    delay = base * 2 ** min(retry_number - 1, 64)
     return min(MAX_DELAY_S, delay) if cap else delay
 
 
-def jittered_backoff(retry_number: int, rand: Callable[[], float], *, cap: bool = True) -> float:
-    """Nominal backoff times a jitter factor in [0.75, 1.25]; ``rand()`` returns a float in [0, 1]."""
+def jittered_backoff(
+    retry_number: int,
+    rand: Callable[[], float],
+    *,
+    cap: bool = True,
+    base: float = BASE_DELAY_S,
+    jitter: float = JITTER,
+) -> float:
+    """Nominal backoff times a jitter factor in [0.75, 1.25]; ``rand()`` returns a float in [0, 1].
+    ``jitter=0`` (a broken copy) waits the nominal delay exactly."""
     r = rand()
     if not (isinstance(r, (int, float)) and 0.0 <= r <= 1.0):
         raise ValueError(f"jitter source must return a float in [0, 1], got {r!r}")
-    return nominal_backoff(retry_number, cap=cap) * (1.0 - JITTER + 2.0 * JITTER * r)
+    return nominal_backoff(retry_number, cap=cap, base=base) * (1.0 - jitter + 2.0 * jitter * r)
 
 
 def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
@@ -205,14 +214,18 @@ def decide(
     honour_should_retry: bool = True,
     backoff: bool = True,
     cap: bool = True,
+    jitter: bool = True,
+    full_base: bool = True,
 ) -> RetryDecision:
     """Decide whether the failed attempt is retried and after what delay (seconds, unscaled).
 
     ``retries_done``: retries already made in this request mode (0 after the first failure).
     Exactly one of ``status`` / ``connection_error`` describes the failure. The switches
-    (``honour_retry_after``, ``honour_should_retry``, ``backoff``, ``cap``) exist so a
-    deliberately broken agent can be built; ``backoff=False`` retries immediately,
-    ``cap=False`` lets the backoff grow past 32 s. ``max_retries=None`` never gives up.
+    (``honour_retry_after``, ``honour_should_retry``, ``backoff``, ``cap``, ``jitter``,
+    ``full_base``) exist so a deliberately broken agent can be built; ``backoff=False`` retries
+    immediately, ``cap=False`` lets the backoff grow past 32 s, ``jitter=False`` waits the
+    nominal delay exactly, ``full_base=False`` starts the backoff at half the base (0.25 s).
+    ``max_retries=None`` never gives up.
     """
     if retries_done < 0:
         raise ValueError(f"retries_done must be >= 0, got {retries_done}")
@@ -238,6 +251,7 @@ def decide(
         return RetryDecision(True, asked, kind, f"{what}: retry-after {asked:g} s")
     if not backoff:
         return RetryDecision(True, 0.0, kind, f"{what}: immediate retry", 0.0)
-    nominal = nominal_backoff(n, cap=cap)
-    delay = jittered_backoff(n, rand, cap=cap)
+    base = BASE_DELAY_S if full_base else BASE_DELAY_S / 2
+    nominal = nominal_backoff(n, cap=cap, base=base)
+    delay = jittered_backoff(n, rand, cap=cap, base=base, jitter=JITTER if jitter else 0.0)
     return RetryDecision(True, delay, kind, f"{what}: backoff", nominal)

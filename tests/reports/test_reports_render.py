@@ -224,6 +224,24 @@ def test_standalone_renderers_return_text(sample):
     assert SECRET not in render_markdown([sample], secrets=[SECRET])
 
 
+def test_the_measured_timing_and_a_flaky_verdict_are_shown(tmp_path: Path, sample: dict):
+    doc = copy.deepcopy(sample)
+    doc["run"]["timing"] = {"early_slack_s": 0.005, "late_slack_s": 0.0412, "noise_s": 0.0063}
+    agent = doc["agents"][0]
+    cid = next(iter(agent["criteria"]))
+    scen = agent["criteria"][cid]["scenarios"][0]
+    scen.update(flaky=True, runs=[{"verdict": "FAIL"}, {"verdict": "PASS"}, {"verdict": "PASS"}])
+    agent["criteria"][cid]["flaky"] = True
+    out = render([doc], tmp_path / "report")
+    index = " ".join("".join(scan(out.read_text("utf-8")).text).split())
+    assert (
+        "waits may be 41.2 ms late and 5.0 ms early; jitter is told from 6.3 ms of noise" in index
+    )
+    page = scan((out.parent / "criteria" / f"{cid}.html").read_text("utf-8"))
+    text = " ".join("".join(page.text).split())
+    assert "the verdict differed between runs (--verify): FAIL, PASS, PASS" in text
+
+
 def test_a_scenario_on_a_fast_clock_says_so(tmp_path: Path, sample: dict) -> None:
     doc = copy.deepcopy(sample)
     agent = doc["agents"][0]

@@ -1,0 +1,89 @@
+"""--verify: a failed timing verdict stands only when it reproduces; one that differs between
+runs is flaky, with every run's verdict and evidence kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.checks import TIMING
+from conformance.verify import settle, verified
+
+
+def _run(tag: str, **verdicts: str) -> tuple[dict, dict[str, dict]]:
+    entry = {"id": "s", "status": "ran", "journal": {"entries": [], "tag": tag}}
+    return entry, {
+        c.replace("_", "-"): {"id": "s", "verdict": v, "expected": "e", "observed": f"{tag}:{v}"}
+        for c, v in verdicts.items()
+    }
+
+
+class Reruns:
+    """Hands out the given runs in turn, counting how many were asked for."""
+
+    def __init__(self, *runs: tuple[dict, dict[str, dict]]) -> None:
+        self.runs = list(runs)
+        self.asked = 0
+
+    def __call__(self) -> tuple[dict, dict[str, dict]]:
+        self.asked += 1
+        return self.runs.pop(0)
+
+
+@pytest.mark.parametrize(
+    "seen, settled",
+    [
+        (["FAIL", "FAIL"], "FAIL"),
+        (["FAIL", "PASS"], "PASS"),
+        (["FAIL", "PASS", "PASS"], "PASS"),
+        (["FAIL", "PASS", "FAIL"], "FAIL"),
+        (["NON-STRICT", "INFORMATIONAL", "PASS"], "PASS"),
+        (["FAIL", "TIMEOUT"], "FAIL"),  # nothing reproduced: the worst of them
+        (["FAIL", "ERROR", "ERROR"], "ERROR"),
+    ],
+)
+def test_a_failing_verdict_stands_only_when_it_reproduces(seen, settled):
+    assert settle(seen) == settled
+
+
+def test_the_timing_criteria_are_the_ones_judged_on_waits_and_silences():
+    assert {"RTY-03", "RTY-05", "RTY-08", "RTY-16", "STR-10", "TOL-04"} <= TIMING
+    assert not {"RTY-04", "RTY-07", "RTY-12", "STR-01", "DBG-02"} & TIMING
+
+
+def test_no_rerun_without_verify_or_without_a_failed_timing_verdict():
+    again = Reruns()
+    first = _run("1", RTY_03="FAIL")
+    assert verified(first, again, 0) is first
+    passing = _run("1", RTY_03="PASS", RTY_04="FAIL")  # RTY-04 counts, it does not time
+    assert verified(passing, again, 3) is passing
+    assert again.asked == 0
+
+
+def test_a_reproduced_failure_takes_one_rerun_and_is_not_flaky():
+    again = Reruns(_run("2", RTY_03="FAIL", RTY_08="PASS"), _run("3", RTY_03="PASS"))
+    entry, verdicts = verified(_run("1", RTY_03="FAIL", RTY_08="PASS"), again, 3)
+    assert again.asked == 1
+    assert verdicts["RTY-03"] == {
+        "id": "s",
+        "verdict": "FAIL",
+        "expected": "e",
+        "observed": "1:FAIL",
+    }
+    assert [r["journal"]["tag"] for r in entry["reruns"]] == ["2"]
+
+
+def test_a_failure_that_does_not_reproduce_is_flaky_with_every_run():
+    again = Reruns(
+        _run("2", RTY_03="PASS", RTY_05="FAIL", RTY_12="FAIL"),
+        _run("3", RTY_03="PASS", RTY_05="FAIL", RTY_12="FAIL"),
+    )
+    first = _run("1", RTY_03="FAIL", RTY_05="FAIL", RTY_12="PASS")
+    entry, verdicts = verified(first, again, 2)
+    assert again.asked == 2  # flaky: every rerun is made
+    assert verdicts["RTY-03"]["verdict"] == "PASS" and verdicts["RTY-03"]["flaky"] is True
+    assert verdicts["RTY-03"]["observed"] == "2:PASS"  # the evidence of a run that gave it
+    assert [r["verdict"] for r in verdicts["RTY-03"]["runs"]] == ["FAIL", "PASS", "PASS"]
+    assert verdicts["RTY-05"]["verdict"] == "FAIL" and "flaky" not in verdicts["RTY-05"]
+    assert verdicts["RTY-12"]["verdict"] == "PASS"  # not doubtful: the first run's verdict
+    assert [r["journal"]["tag"] for r in entry["reruns"]] == ["2", "3"]
+    assert entry["id"] == "s" and "reruns" not in first[0]  # the first entry is not changed
