@@ -27,6 +27,20 @@ __all__ = ["Gateway", "Session", "SyncGateway"]
 T = TypeVar("T")
 
 
+def poll_journal(
+    sid: str, journal: Callable[[], Journal], pred: Callable[[Journal], bool], timeout: float
+) -> Journal:
+    """Read ``journal()`` until ``pred`` holds of it; FakesError naming the session on timeout."""
+    end = time.monotonic() + timeout
+    while True:
+        j = journal()
+        if pred(j):
+            return j
+        if time.monotonic() > end:
+            raise FakesError(f"session {sid}: condition not met within {timeout}s")
+        time.sleep(0.005)
+
+
 class Session:
     """A session as seen by the harness: URLs and a redacted journal."""
 
@@ -65,14 +79,7 @@ class Session:
 
     def wait_for(self, pred: Callable[[Journal], bool], timeout: float = 2.0) -> Journal:
         """Poll the journal until ``pred(journal)`` is true; raise FakesError on timeout."""
-        end = time.monotonic() + timeout
-        while True:
-            j = self.journal()
-            if pred(j):
-                return j
-            if time.monotonic() > end:
-                raise FakesError(f"session {self.id}: condition not met within {timeout}s")
-            time.sleep(0.005)
+        return poll_journal(self.id, self.journal, pred, timeout)
 
 
 class Gateway:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from conformance.adapters.shipped import ProfileError, ShippedAdapter, load_profile
 from conformance.runner import run_scenario
-from fakes import Gateway, Scenario, SyncGateway
+from fakes import Scenario
 
 PROFILE = "claude-code-2-1-332"
 
@@ -36,16 +35,6 @@ def ask(model, stream=False):
 def done(text):
     print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": text}))
 """
-
-
-@pytest.fixture
-def gateway() -> Iterator[SyncGateway]:
-    gw = SyncGateway(Gateway())
-    gw.start()
-    try:
-        yield gw
-    finally:
-        gw.stop()
 
 
 def _fake(tmp_path: Path, body: str) -> ShippedAdapter:
