@@ -187,16 +187,17 @@ class PlanWriter:
         ending = self.plan.ending
         if ending == "complete":
             self._handed(buf, events)
-            await self.resp.write_eof(buf)  # with the final HTTP chunk: one write
-            # Stamped the moment the last byte is handed over: a retry's wait starts here.
+            # Stamped as the last byte is handed over, before the client can have it: a retry's
+            # wait starts here.
             self.r["t_end_ns"] = time.monotonic_ns()
+            await self.resp.write_eof(buf)  # with the final HTTP chunk: one write
             return
         await self._write(buf, events)
         if ending == "reset":
             await self._flush()  # the bytes before the cut leave before the RST discards them
-            reset_connection(transport)
             self.r["t_end_ns"], self.r["end"] = time.monotonic_ns(), "reset"
+            reset_connection(transport)
         else:  # close: the transport flushes what it holds, then closes
+            self.r["t_end_ns"], self.r["end"] = time.monotonic_ns(), "close"
             if transport is not None:
                 transport.close()
-            self.r["t_end_ns"], self.r["end"] = time.monotonic_ns(), "close"
