@@ -2,6 +2,7 @@
 
 from fakes.errors import FakesError, ScenarioError
 from fakes.gateway import Gateway, Session, SyncGateway
+from fakes.retention import Retention
 from fakes.scenario import Scenario, Step, load_scenario, load_scenarios
 
 __all__ = [
@@ -10,6 +11,7 @@ __all__ = [
     "Gateway",
     "Session",
     "SyncGateway",
+    "Retention",
     "Scenario",
     "Step",
     "load_scenario",

@@ -9,10 +9,15 @@ import sys
 
 from fakes.errors import FakesError
 from fakes.gateway import Gateway
+from fakes.retention import Retention
 from fakes.scenario import load_scenarios
 from fakes.schemas import write_schema
 
 __all__ = ["main"]
+
+# A gateway left serving keeps a bounded journal: flat memory under any load.
+JOURNAL_ENTRIES = 1000
+JOURNAL_BODY_BYTES = 64 * 1024
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,6 +39,22 @@ def _parser() -> argparse.ArgumentParser:
         default=1.0,
         help="multiply every scenario duration by this (default 1.0)",
     )
+    s.add_argument(
+        "--journal-entries",
+        type=int,
+        default=JOURNAL_ENTRIES,
+        metavar="N",
+        help=f"keep the last N journal entries of each session (default {JOURNAL_ENTRIES}; "
+        "0: keep every entry)",
+    )
+    s.add_argument(
+        "--journal-body-bytes",
+        type=int,
+        default=JOURNAL_BODY_BYTES,
+        metavar="BYTES",
+        help="keep a request or reply body larger than this as its SHA-256, size, head and "
+        f"tail (default {JOURNAL_BODY_BYTES}; 0: keep every body whole)",
+    )
     sub.add_parser(
         "write-schema",
         help="rewrite the generated parts of scenarios/schema.json (faults, dialect names)",
@@ -41,9 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _retention(args: argparse.Namespace) -> Retention:
+    return Retention(args.journal_entries or None, args.journal_body_bytes or None)
+
+
 async def _serve(args: argparse.Namespace) -> None:
     scenarios = load_scenarios(args.path)
-    async with Gateway(args.host, args.port, tls=args.tls) as gw:
+    keep = _retention(args)
+    async with Gateway(args.host, args.port, tls=args.tls, retention=keep) as gw:
         sessions = [gw.create_session(sc, time_scale=args.time_scale) for sc in scenarios]
         index = f"{gw.base_url}/"
         # The first URL printed is one a client can use as is: with one scenario the root /v1
@@ -58,6 +84,15 @@ async def _serve(args: argparse.Namespace) -> None:
             print(f"ca_file: {gw.ca_file}", flush=True)
         for sc, s in zip(scenarios, sessions, strict=True):
             print(f"{sc.id}: {s.base_url}  tools: {s.tool_endpoint}", flush=True)
+        ring = f"the last {keep.entries} entries" if keep.entries else "every entry"
+        cap = (
+            f"bodies over {keep.body_bytes} bytes as digests" if keep.body_bytes else "bodies whole"
+        )
+        print(
+            f"journal: {ring} of each session, {cap} (--journal-entries, --journal-body-bytes)",
+            file=sys.stderr,
+            flush=True,
+        )
         await asyncio.Event().wait()
 
 
@@ -70,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.time_scale <= 0:
         print("error: --time-scale must be > 0", file=sys.stderr)
         return 2
+    for flag in ("journal_entries", "journal_body_bytes"):
+        if getattr(args, flag) < 0:
+            print(f"error: --{flag.replace('_', '-')} must be >= 0", file=sys.stderr)
+            return 2
     try:
         load_scenarios(args.path)  # fail fast, before binding a port
         asyncio.run(_serve(args))

@@ -1,28 +1,24 @@
-"""The fault primitives: one class each, the single home of everything a fault is.
+"""The fault primitives: one class each, the single home of everything a fault is, and their
+registry ``FAULTS``.
 
-A fault class carries its name, the JSON Schema of its parameters (the fault part of
-``scenarios/schema.json`` is generated from these: ``fakes.schemas``), whether it
-needs a stream (``stream_only``), whether it can act on recorded bytes (``replay_ok``), and how
-it acts at each stage of a response that ``fakes.plan`` goes through:
-
-1. ``replace``: answer with something else entirely (an error status, a reset);
-2. ``on_plan``: set a plan-wide property (a header delay);
-3. ``on_reply``: change the reply before it is rendered (``Rendering``); never on a replay;
-4. ``on_body``: act on a whole non-streaming body;
-5. ``on_stream``: act on the chunks of a stream, rendered or replayed, at position ``n`` (the
-   caller maps ``after_events`` to the dialect's neutral position or the recording's chunks).
-
-The bytes a fault injects come from the dialect (``Context.dialect``: ``http_error_body``,
-``malformed_frame``, ``in_band_error_frame``), so no fault knows a wire format.
+Each is a ``Fault`` (``fakes.fault_base``: the stages a fault acts at, what it declares for the
+loader, the checks and the fuzzer). The primitives that change only how a reply is delivered,
+never its bytes (``rechunk``, ``pace``), are in ``fakes.delivery``. The bytes a fault injects
+come from the dialect (``Context.dialect``: ``http_error_body``, ``malformed_frame``,
+``in_band_error_frame``), so no fault knows a wire format.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
+from fakes.delivery import Pace, Rechunk
+from fakes.fault_base import COUNT as _COUNT
+from fakes.fault_base import SECONDS as _SECONDS
+from fakes.fault_base import Context, Fault, Rendering
+from fakes.fault_base import fuzz_events as _fuzz_events
 from fakes.response import JSON_HEADERS, Chunk, Plan
 
 __all__ = [
@@ -37,79 +33,8 @@ __all__ = [
 # What an ``http_error`` body with ``echo_api_key`` holds where the request's key goes.
 API_KEY_PLACEHOLDER = "{api_key}"
 
-_COUNT = {"$ref": "#/$defs/count"}
-_SECONDS = {"$ref": "#/$defs/seconds"}
 # The statuses ``conformance fuzz`` scripts an agent should retry (and 400, which it should not).
 _FUZZ_STATUSES = [429, 500, 502, 503, 504, 529, 408, 400]
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a fault may use of the request: the dialect's fault bytes, the model, the key."""
-
-    dialect: Any
-    model: str = "fake-model"
-    api_key: str | None = None
-
-
-@dataclass
-class Rendering:
-    """The reply about to be rendered and how: ``empty`` an empty-reply kind, ``terminal``
-    whether the stream ends with its finish and end-of-stream markers."""
-
-    reply: dict[str, Any]
-    empty: str | None = None
-    terminal: bool = True
-
-
-class Fault:
-    """A fault primitive; the base acts nowhere, each subclass overrides its stages."""
-
-    name: ClassVar[str]
-    params: ClassVar[dict[str, Any]]  # JSON Schema of the parameters
-    stream_only: ClassVar[bool] = False
-    replay_ok: ClassVar[bool] = True
-    # Whether an attempt that met this fault failed on the wire, unless ``attempt_failed``
-    # says otherwise from the journal's response record (``conformance.evidence.is_failed``).
-    breaks: ClassVar[bool] = False
-    # What a client meets, for the checks that judge a kind of failure whatever fault made it
-    # (``conformance.evidence.symptom``): "http_status" (an error status), "connection_failed"
-    # (no response), "broken_stream" (a 200 body that stops or goes silent), "no_finish" (ends
-    # without a finish reason), "malformed_event" (an event that does not parse; the first
-    # such frame is the injected one), "in_band_error" (an error event; the last frame),
-    # "length" (a reply cut at the token limit), "empty_reply"; None: nothing a client must
-    # recover from.
-    symptom: ClassVar[str | None] = None
-
-    def silence_s(self, p: dict[str, Any]) -> float | None:
-        """Seconds the stream goes silent after its headers (None: it does not)."""
-        return None
-
-    def attempt_failed(self, resp: Mapping[str, Any], p: dict[str, Any]) -> bool | None:
-        """Whether the attempt failed, read from its response record; None: by ``breaks``."""
-        return None
-
-    def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
-        """Parameters for ``conformance fuzz``, drawn with Hypothesis's ``draw`` (``reply`` is
-        the step's reply, for a fault that acts on its parts)."""
-        return {}
-
-    def replace(self, plan: Plan, p: dict[str, Any], ctx: Context) -> Plan | None:
-        return None
-
-    def on_plan(self, plan: Plan, p: dict[str, Any]) -> None:
-        return None
-
-    def on_reply(self, r: Rendering, p: dict[str, Any]) -> None:
-        return None
-
-    def on_body(self, plan: Plan, raw: bytes, p: dict[str, Any]) -> list[Chunk]:
-        return [Chunk(raw, event=False)]
-
-    def on_stream(
-        self, chunks: list[Chunk], n: int, plan: Plan, p: dict[str, Any], ctx: Context
-    ) -> list[Chunk]:
-        return chunks
 
 
 class HttpError(Fault):
@@ -466,13 +391,6 @@ class EmptyReply(Fault):
         return {"kind": draw(st.sampled_from(["no_choices", "empty_message"]))}
 
 
-def _fuzz_events() -> Any:
-    """Where ``conformance fuzz`` places an ``after_events`` fault."""
-    from hypothesis import strategies as st
-
-    return st.integers(0, 8)
-
-
 def _after_done_rule(resp: Mapping[str, Any], p: dict[str, Any]) -> bool | None:
     if _injected_after_done(resp.get("sent") or "", p):
         # Injected after the stream's own end: a client that stops at [DONE] never meets it.
@@ -514,6 +432,8 @@ FAULTS: dict[str, Fault] = {
         Length(),
         SlowDribble(),
         EmptyReply(),
+        Rechunk(),
+        Pace(),
     )
 }
 

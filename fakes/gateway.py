@@ -18,12 +18,27 @@ from aiohttp import web
 
 from fakes.errors import FakesError
 from fakes.journal import Journal
+from fakes.retention import Retention
 from fakes.scenario import Scenario
 from fakes.server import GatewayApp
 
 __all__ = ["Gateway", "Session", "SyncGateway"]
 
 T = TypeVar("T")
+
+
+def poll_journal(
+    sid: str, journal: Callable[[], Journal], pred: Callable[[Journal], bool], timeout: float
+) -> Journal:
+    """Read ``journal()`` until ``pred`` holds of it; FakesError naming the session on timeout."""
+    end = time.monotonic() + timeout
+    while True:
+        j = journal()
+        if pred(j):
+            return j
+        if time.monotonic() > end:
+            raise FakesError(f"session {sid}: condition not met within {timeout}s")
+        time.sleep(0.005)
 
 
 class Session:
@@ -35,6 +50,7 @@ class Session:
         urls = gw.app.urls(sid)
         self.base_url: str = urls["base_url"]
         self.tool_endpoint: str = urls["tool_endpoint"]
+        self.mcp_endpoint: str = urls["mcp_endpoint"]
 
     def journal(self) -> Journal:
         """Contracts §2 journal (a snapshot copy)."""
@@ -63,22 +79,23 @@ class Session:
 
     def wait_for(self, pred: Callable[[Journal], bool], timeout: float = 2.0) -> Journal:
         """Poll the journal until ``pred(journal)`` is true; raise FakesError on timeout."""
-        end = time.monotonic() + timeout
-        while True:
-            j = self.journal()
-            if pred(j):
-                return j
-            if time.monotonic() > end:
-                raise FakesError(f"session {self.id}: condition not met within {timeout}s")
-            time.sleep(0.005)
+        return poll_journal(self.id, self.journal, pred, timeout)
 
 
 class Gateway:
     """The gateway on the current event loop: ``async with Gateway() as gw``."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, tls: bool = False) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: bool = False,
+        *,
+        retention: Retention | None = None,
+    ) -> None:
+        """``retention``: how much of each session's journal to keep (default: everything)."""
         self.host, self.port, self.tls = host, port, tls
-        self.app = GatewayApp()
+        self.app = GatewayApp(retention)
         self.ca_file: str | None = None
         self.base_url = ""
         self._runner: web.AppRunner | None = None
@@ -149,10 +166,15 @@ class Gateway:
     @classmethod
     @contextlib.contextmanager
     def running(
-        cls, host: str = "127.0.0.1", port: int = 0, tls: bool = False
+        cls,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tls: bool = False,
+        *,
+        retention: Retention | None = None,
     ) -> Iterator[SyncGateway]:
         """Start the gateway on its own thread and event loop for synchronous callers."""
-        gw = SyncGateway(cls(host, port, tls))
+        gw = SyncGateway(cls(host, port, tls, retention=retention))
         gw.start()
         try:
             yield gw

@@ -21,6 +21,7 @@ class IndexSession(TypedDict):
     title: str
     base_url: str
     tool_endpoint: str
+    mcp_endpoint: str
 
 
 def valid_prefixes(root_v1: str | None, sessions: list[IndexSession]) -> list[str]:
@@ -82,7 +83,7 @@ def render_html(doc: dict[str, Any]) -> str:
     rows = "".join(
         f"<tr><td>{e(s['scenario'])}</td><td>{e(s['title'])}</td>"
         f"<td>{e(s['base_url'])}</td>"
-        f"<td>{e(s['tool_endpoint'])}</td></tr>\n"
+        f"<td>{e(s['tool_endpoint'])}</td><td>{e(s['mcp_endpoint'])}</td></tr>\n"
         for s in doc["sessions"]
     )
     # Plain text, not links: a click would be a request journaled in the session.
@@ -90,6 +91,6 @@ def render_html(doc: dict[str, Any]) -> str:
     return (
         '<!doctype html>\n<html><head><meta charset="utf-8"><title>fake gateway</title></head>'
         f"<body>\n<h1>fake gateway {e(doc['gateway'])}</h1>\n<p>{e(doc['hint'])}</p>\n{root}"
-        "<table>\n<tr><th>scenario</th><th>title</th><th>base_url</th><th>tools</th></tr>\n"
+        "<table>\n<tr><th>scenario</th><th>title</th><th>base_url</th><th>tools</th><th>MCP</th></tr>\n"
         f"{rows}</table>\n</body></html>\n"
     )

@@ -6,7 +6,7 @@ them and the harness reads them (``Session.journal()`` and ``GET
 change nothing at run time; the journal stays plain JSON, so saved results and other tools read
 it as before.
 
-An entry is one of five kinds, told apart by ``kind`` (a tagged union, so a type checker narrows
+An entry is one of six kinds, told apart by ``kind`` (a tagged union, so a type checker narrows
 ``entry["kind"] == "tool"`` to :class:`ToolEntry`). Values the client sent are typed ``Any``:
 the gateway records them as it parsed them, valid or not.
 """
@@ -23,16 +23,28 @@ __all__ = [
     "CountTokensEntry",
     "ModelsEntry",
     "ToolEntry",
+    "McpEntry",
     "UnknownEntry",
     "Entry",
     "Refused",
+    "Digest",
+    "RetentionRecord",
     "Journal",
 ]
 
-Kind = Literal["chat", "count_tokens", "models", "tool", "unknown"]
+Kind = Literal["chat", "count_tokens", "models", "tool", "mcp", "unknown"]
 # How the connection ended: the body went out whole, an RST, a clean close before the body's
 # end, or the client left first.
 End = Literal["complete", "reset", "close", "client_gone"]
+
+
+class Digest(TypedDict):
+    """What a bounded journal keeps of a body larger than its cap, instead of the body."""
+
+    sha256: str  # of the bytes (hex)
+    bytes: int  # their number
+    head: str  # the first and last characters, decoded UTF-8 (replace), secrets redacted
+    tail: str
 
 
 class Response(TypedDict, total=False):
@@ -47,7 +59,9 @@ class Response(TypedDict, total=False):
     status: int | None  # None when no headers were written (reset before them, client gone)
     headers: dict[str, str]  # lower-cased names, secret values redacted
     stream: bool
-    sent: str  # the bytes written, decoded UTF-8 (replace), an echoed API key redacted
+    sent: str | None  # the bytes written, decoded UTF-8 (replace), an echoed API key
+    # redacted; None when a bounded journal kept only ``sent_digest`` of them
+    sent_digest: Digest  # only when ``sent`` is None
     sent_bytes: int
     full_bytes: int  # the full rendering, of which ``sent_bytes`` went out
     events_sent: int
@@ -71,13 +85,14 @@ class _Entry(TypedDict):
     path: str
     headers: dict[str, str]  # lower-cased names, secret values redacted
     body: Any  # the parsed JSON body (any JSON value), or None
+    body_digest: NotRequired[Digest]  # only when a bounded journal kept no body (``body`` None)
     body_error: str | None  # why the body was refused, when it was
     t_arrival_ns: int  # time.monotonic_ns() at arrival
     fault: str | None  # the fault primitive applied
     fault_params: dict[str, Any] | None  # its parameters
     response: Response | None
     harness_error: str | None  # why the gateway could not serve the request
-    dialect: str | None  # the endpoint's wire dialect; None for models, tool and unknown
+    dialect: str | None  # the endpoint's wire dialect; None for models, tool, mcp and unknown
 
 
 class ChatEntry(_Entry):
@@ -108,13 +123,28 @@ class ToolEntry(_Entry):
     behaviour: str | None  # the scripted behaviour's name (output, error, hang, ...)
 
 
+class McpEntry(_Entry):
+    """One HTTP exchange with the session's MCP endpoint (``/s/<sid>/mcp``): a JSON-RPC message
+    and its answer; the message itself is ``body``."""
+
+    kind: Literal["mcp"]
+    mcp_session: str | None  # the Mcp-Session-Id sent, or issued by an `initialize`
+    rpc_method: Any  # the message's `method`, as sent; None for a client's response
+    rpc_id: Any  # its `id`; None for a notification
+    tool: Any  # tools/call: the tool named, as sent
+    arguments: Any  # tools/call: its arguments, as sent
+    behaviour: str | None  # tools/call: the scripted behaviour's name
+    result: Any  # the JSON-RPC `result` sent back, or None
+    error: Any  # the JSON-RPC `error` object sent back, or None
+
+
 class UnknownEntry(_Entry):
     """A request to an endpoint the gateway does not have (404, ``harness_error`` set)."""
 
     kind: Literal["unknown"]
 
 
-Entry = ChatEntry | CountTokensEntry | ModelsEntry | ToolEntry | UnknownEntry
+Entry = ChatEntry | CountTokensEntry | ModelsEntry | ToolEntry | McpEntry | UnknownEntry
 
 
 class Refused(TypedDict):
@@ -126,6 +156,14 @@ class Refused(TypedDict):
     t_listen_ns: int | None  # when it closed; None while it lasts
 
 
+class RetentionRecord(TypedDict):
+    """How much a bounded journal keeps (``fakes.retention``); None: no bound."""
+
+    entries: int | None  # the ring's size: the last so many entries are kept
+    body_bytes: int | None  # larger bodies are kept as a ``Digest``
+    dropped: int  # entries the ring let go, the oldest first (``seq`` still counts them)
+
+
 class Journal(TypedDict):
     """One session's journal."""
 
@@ -134,3 +172,4 @@ class Journal(TypedDict):
     time_scale: float
     entries: list[Entry]
     refused: NotRequired[Refused]  # only for a scenario with ``refuse_connections``
+    retention: NotRequired[RetentionRecord]  # only for a session with a bounded journal

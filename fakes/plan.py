@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Any
 
 from fakes.dialects import REGISTRY
@@ -199,8 +200,9 @@ def _replay_plan(
     Faults still apply (``fakes.faults``): a replacing one (``http_error``,
     ``reset_before_headers``) answers in the request's dialect, the others act on the chunks
     (those that rewrite a rendered reply are refused at load time, ``Fault.replay_ok``);
-    ``after_events`` counts chunks carrying a ``data:`` line, since a recording's write
-    boundaries need not match events. A recording is in one dialect (``replay.dialect``,
+    ``after_events`` counts the recorded pieces carrying a ``data:`` line, each recorded write
+    split after every blank line (``_recorded``), since a recording's write boundaries need not
+    match events. A recording is in one dialect (``replay.dialect``,
     default ``openai_chat``): a request of another is a harness error, never foreign bytes.
     """
     stream = bool(request.get("stream"))
@@ -228,13 +230,30 @@ def _replay_plan(
         fault=name,
         ending=rp.get("end", "complete"),
     )
-    chunks = [Chunk(c.encode("utf-8"), event="data:" in c) for c in rp.get("chunks") or []]
+    chunks = _recorded(rp.get("chunks") or [])
     plan.full_bytes = sum(len(c.data) for c in chunks)
     n = int(p.get("after_events", 0))
     at = next((i + 1 for i, k in enumerate(_event_counts(chunks)) if k >= n), 0) if n else 0
     fault.on_plan(plan, p)
     plan.chunks = fault.on_stream(chunks, at, plan, p, Context(_fault_bytes(dialect)))
     return plan
+
+
+def _recorded(writes: list[str]) -> list[Chunk]:
+    """A recording's writes as chunks: each write split after every blank line (the end of an
+    SSE event), so a fault can strike between two events that one read brought together, and
+    ending with a flush, so the replay writes as the recording was read."""
+    out: list[Chunk] = []
+    for w in writes:
+        parts = [x for x in _EVENT_END.split(w.encode("utf-8")) if x]
+        out += [
+            Chunk(x, event=b"data:" in x, flush=i == len(parts) - 1) for i, x in enumerate(parts)
+        ]
+    return out
+
+
+# After a blank line: where an SSE event ends (LF or CRLF lines).
+_EVENT_END = re.compile(rb"(?<=\n\n)|(?<=\r\n\r\n)")
 
 
 def _event_counts(chunks: list[Chunk]) -> list[int]:

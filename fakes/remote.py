@@ -26,14 +26,13 @@ import ssl
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from fakes.errors import FakesError, ScenarioError
-from fakes.gateway import Gateway
+from fakes.gateway import Gateway, poll_journal
 from fakes.journal import Journal
 from fakes.scenario import Scenario
 
@@ -73,14 +72,7 @@ class RemoteSession:
 
     def wait_for(self, pred: Callable[[Journal], bool], timeout: float = 2.0) -> Journal:
         """Poll the journal until ``pred(journal)`` is true; raise FakesError on timeout."""
-        end = time.monotonic() + timeout
-        while True:
-            j = self.journal()
-            if pred(j):
-                return j
-            if time.monotonic() > end:
-                raise FakesError(f"session {self.id}: condition not met within {timeout}s")
-            time.sleep(0.005)
+        return poll_journal(self.id, self.journal, pred, timeout)
 
 
 class GatewayProcess:

@@ -16,11 +16,18 @@ JSON_HEADERS = {"Content-Type": "application/json"}
 
 @dataclass
 class Chunk:
-    """Bytes to write after waiting ``delay`` unscaled seconds; ``event`` counts data events."""
+    """Bytes to write after waiting ``delay`` unscaled seconds; ``event`` counts data events.
+
+    The server writes every chunk that is due in one go: consecutive chunks are joined into one
+    write up to a timed point (a chunk with a ``delay``) or a chunk with ``flush``, after which
+    what was joined goes out, flushed to the socket, before the next chunk (a write boundary
+    without a wait: ``rechunk``). Where the writes fall never changes the bytes.
+    """
 
     data: bytes
     delay: float = 0.0
     event: bool = True
+    flush: bool = False
 
 
 @dataclass

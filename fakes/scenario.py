@@ -88,6 +88,7 @@ class Scenario:
     config: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
     tool_host: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    mcp_faults: list[dict[str, Any]] = field(default_factory=list)  # fakes.mcp_faults
     abort: dict[str, Any] | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     source: str = "<dict>"
@@ -142,6 +143,7 @@ class Scenario:
             config=dict(data.get("config") or {}),
             tools=list(data.get("tools", [])),
             tool_host=dict(data.get("tool_host") or {}),
+            mcp_faults=list(data.get("mcp_faults") or []),
             abort=data.get("abort"),
             history=list(data.get("history", [])),
             source=source,

@@ -1,7 +1,8 @@
 """The parts of the committed JSON Schemas that are generated, and their writer.
 
-Two things in the schemas are not written by hand: the fault part of ``scenarios/schema.json``
-(``$defs.fault``, from the fault classes of ``fakes.faults``) and every enum of wire dialect names
+Two things in the schemas are not written by hand: the fault parts of ``scenarios/schema.json``
+(``$defs.fault``, from the fault classes of ``fakes.faults``; ``$defs.mcp_fault``, from
+``fakes.mcp_faults``) and every enum of wire dialect names
 (from the registry of ``fakes.dialects``), in the scenario schema, in the adapter protocol's
 ``start`` message and in the probe report. ``python -m fakes write-schema`` rewrites the scenario schema;
 ``python scripts/write_schemas.py`` rewrites every committed schema; tests hold each file equal to
@@ -16,6 +17,7 @@ from typing import Any
 
 from fakes.dialects import NAMES
 from fakes.faults import FAULTS
+from fakes.mcp_faults import mcp_fault_schema
 
 __all__ = ["fault_schema", "generated", "schema_text", "with_dialects", "write_schema"]
 
@@ -45,11 +47,12 @@ def with_dialects(node: Any) -> Any:
 
 
 def generated(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` with its generated parts made anew: the dialect enums, and the fault part
-    where the schema has one (the scenario schema)."""
+    """``schema`` with its generated parts made anew: the dialect enums, and the fault parts
+    where the schema has them (the scenario schema: model faults and MCP faults)."""
     out: dict[str, Any] = with_dialects(schema)
     if "fault" in out.get("$defs", {}):
-        out = {**out, "$defs": {**out["$defs"], "fault": fault_schema()}}
+        defs = {**out["$defs"], "fault": fault_schema(), "mcp_fault": mcp_fault_schema()}
+        out = {**out, "$defs": defs}
     return out
 
 

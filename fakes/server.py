@@ -4,22 +4,22 @@ Theory of operation: each request is journaled on arrival; chat requests pick a 
 (``SessionState.take_step``), get a pure ``Plan`` (``fakes.plan.make_plan``) and the server
 carries it out, recording exactly the bytes written and how the connection ended. A ``reset``
 sets SO_LINGER 0 before aborting so the peer sees an RST; a ``close`` shuts the connection
-cleanly without the final zero-length chunk, so an HTTP client sees an incomplete body. Delayed
-headers are held by ``fakes.hold``, which notices a client that leaves meanwhile. The root
-``/v1`` serves one session too when asked (``serve_at_root``); ``GET /`` and every path that names
-no session are answered from ``fakes.index``, so a client that misses learns where to go.
+cleanly without the final zero-length chunk, so an HTTP client sees an incomplete body. The body
+is written by ``fakes.writer``: every byte that is due in one write, a boundary only at a timed
+point or a flush. Delayed headers are held by ``fakes.hold``, which notices a client that leaves
+meanwhile. How much of the journal is kept is the app's ``retention`` (``fakes.retention``):
+everything by default. The root ``/v1`` serves one session too when asked (``serve_at_root``);
+``GET /`` and every path that names no session are answered from ``fakes.index``, so a client
+that misses learns where to go.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
 import functools
 import json
-import socket
 import ssl
-import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +27,7 @@ from typing import Any, Literal, cast, overload
 
 from aiohttp import web
 
+from fakes import mcp
 from fakes.control import add_control_routes
 from fakes.dialects import REGISTRY, anthropic_messages
 from fakes.errors import FakesError, ScenarioError
@@ -37,6 +38,7 @@ from fakes.journal import (
     CountTokensEntry,
     Entry,
     Kind,
+    McpEntry,
     ModelsEntry,
     ToolEntry,
     UnknownEntry,
@@ -44,22 +46,16 @@ from fakes.journal import (
 from fakes.journal import Response as ResponseRecord
 from fakes.plan import DIALECTS, Plan, harness_error_plan, make_plan
 from fakes.refuse import RefusingPort
+from fakes.retention import Retention, digest, kept_text
 from fakes.scenario import Scenario, load_scenario
-from fakes.session import REDACTED, SessionState, redact_headers
+from fakes.session import SessionState, redact_headers
 from fakes.toolhost import tool_reply
+from fakes.toolnames import with_agent_names
+from fakes.writer import BurstResponse, PlanWriter, reset_connection
 
 __all__ = ["MAX_BODY_BYTES", "GatewayApp"]
 
 MAX_BODY_BYTES = 8 * 1024 * 1024  # larger request bodies get 413
-
-
-def _rst(transport: Any) -> None:
-    sock = transport.get_extra_info("socket") if transport else None
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    if transport is not None:
-        transport.abort()
 
 
 def _err(
@@ -71,8 +67,9 @@ def _err(
 class GatewayApp:
     """Holds the sessions and builds the aiohttp ``web.Application``."""
 
-    def __init__(self) -> None:
+    def __init__(self, retention: Retention | None = None) -> None:
         self.sessions: dict[str, SessionState] = {}
+        self.retention = retention or Retention()
         # The session the root ``/v1`` serves too (``serve_at_root``); None: the root serves none.
         self.root_sid: str | None = None
         self.base_url = ""
@@ -92,6 +89,7 @@ class GatewayApp:
         r.add_post("/s/{sid}/v1/messages/count_tokens", self._count_tokens)
         r.add_get("/s/{sid}/v1/models", self._models)
         r.add_post("/s/{sid}/tools/{tool}", self._tool)
+        r.add_route("*", "/s/{sid}/mcp", self._mcp)
         r.add_route("*", "/s/{sid}/{tail:.*}", self._unknown)
         # The same endpoints without ``/s/{sid}``: they serve ``root_sid``, if any.
         for d in REGISTRY.values():
@@ -112,7 +110,7 @@ class GatewayApp:
             scenario = Scenario.from_dict(scenario)
         if not (isinstance(time_scale, (int, float)) and time_scale > 0):
             raise ScenarioError(f"time_scale: {time_scale!r} must be a number > 0")
-        st = SessionState(scenario=scenario, time_scale=float(time_scale))
+        st = SessionState(scenario=scenario, time_scale=float(time_scale), retention=self.retention)
         refuse = scenario.refuse_connections
         if refuse is not None:
             if self.runner is None:
@@ -174,6 +172,7 @@ class GatewayApp:
             "session": sid,
             "base_url": f"{base}/s/{sid}/v1",
             "tool_endpoint": f"{base}/s/{sid}/tools",
+            "mcp_endpoint": f"{base}/s/{sid}/mcp",
         }
 
     def _listed(self) -> tuple[str | None, list[IndexSession]]:
@@ -188,6 +187,7 @@ class GatewayApp:
                     "title": st.scenario.title,
                     "base_url": urls["base_url"],
                     "tool_endpoint": urls["tool_endpoint"],
+                    "mcp_endpoint": urls["mcp_endpoint"],
                 }
             )
         return (f"{self.base_url}/v1" if self.root_sid else None), sessions
@@ -261,11 +261,15 @@ class GatewayApp:
     def _entry(
         self, st: SessionState, request: web.Request, kind: Literal["tool"], **tool: Any
     ) -> ToolEntry: ...
-    def _entry(self, st: SessionState, request: web.Request, kind: Kind, **tool: Any) -> Entry:
-        """A new entry of ``kind`` appended to the journal; ``tool`` holds a tool entry's own
-        fields, which come last."""
+    @overload
+    def _entry(
+        self, st: SessionState, request: web.Request, kind: Literal["mcp"], **fields: Any
+    ) -> McpEntry: ...
+    def _entry(self, st: SessionState, request: web.Request, kind: Kind, **fields: Any) -> Entry:
+        """A new entry of ``kind`` appended to the journal; ``fields`` holds the own fields of
+        a tool or MCP entry, which come last."""
         e: dict[str, Any] = {
-            "seq": len(st.entries),
+            "seq": st.count,
             "kind": kind,
             "step": None,
             "method": request.method,
@@ -280,12 +284,12 @@ class GatewayApp:
             "harness_error": None,
             "dialect": None,  # wire dialect of a scripted request (contracts §2)
             "otherwise": False,  # served by `otherwise` (explicit or default), contracts §2
-            **tool,
+            **fields,
         }
         # One literal for every kind keeps the field order of the JSON; which TypedDict of the
         # union it is follows from ``kind`` (the overloads say so to callers).
         entry = cast(Entry, e)
-        st.entries.append(entry)
+        st.add(entry)
         return entry
 
     async def _read_json(self, request: web.Request, e: Entry) -> Any:
@@ -308,7 +312,10 @@ class GatewayApp:
                 f"request body is not valid JSON: {ex}",
                 dialect=e.get("dialect") or "openai_chat",
             )
-        e["body"] = body
+        if self.retention.keeps_whole(len(raw)):
+            e["body"] = body
+        else:  # a bounded journal keeps a digest of a large body (the handler has it whole)
+            e["body_digest"] = digest(raw)
         return body
 
     # -- handlers -------------------------------------------------------------
@@ -361,7 +368,8 @@ class GatewayApp:
             # (checks, the abort watcher) never take it for the scripted request.
             e["step"] = None if otherwise else step.index
             e["otherwise"] = otherwise
-            plan = make_plan(step, body, dialect, api_key=_api_key(request))
+            named = with_agent_names(step, body)  # scripted tool names as the agent offers them
+            plan = make_plan(named, body, dialect, api_key=_api_key(request))
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
         e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
@@ -417,15 +425,24 @@ class GatewayApp:
         status, payload = await tool_reply(beh, st.time_scale)
         return self._record_simple(e, web.json_response(payload, status=status))
 
+    async def _mcp(self, request: web.Request) -> web.StreamResponse:
+        st = self._session(request)
+        if st is None:
+            return self._not_found(request)
+        e = self._entry(st, request, "mcp", **mcp.ENTRY_FIELDS)
+        resp = await mcp.serve(st, request, e)  # a cut answer is recorded as it is written
+        return self._record_simple(e, resp) if isinstance(resp, web.Response) else resp
+
     # -- carrying out -----------------------------------------------------------
     def _record_simple(self, e: Entry, resp: web.Response) -> web.Response:
         now = time.monotonic_ns()
         data = resp.body if isinstance(resp.body, bytes) else b""
-        e["response"] = {
+        sent, sent_digest = kept_text(data, (), self.retention)
+        r: ResponseRecord = {
             "status": resp.status,
             "headers": redact_headers(resp.headers),
             "stream": False,
-            "sent": data.decode("utf-8", "replace"),
+            "sent": sent,
             "sent_bytes": len(data),
             "full_bytes": len(data),
             "events_sent": 0,
@@ -435,6 +452,9 @@ class GatewayApp:
             "t_end_ns": now,
             "end": "complete",
         }
+        if sent_digest is not None:
+            r["sent_digest"] = sent_digest
+        e["response"] = r
         return resp
 
     async def _execute(
@@ -460,7 +480,7 @@ class GatewayApp:
         e["response"] = r
         transport = request.transport
         if plan.reset_before_headers:
-            _rst(transport)
+            reset_connection(transport)
             r.update({"status": None, "end": "reset", "t_end_ns": time.monotonic_ns()})
             return web.Response(status=500)  # never reaches the wire
         if plan.header_delay:
@@ -478,56 +498,32 @@ class GatewayApp:
             headers["Retry-After"] = email.utils.formatdate(
                 clock(time.time()) + plan.retry_after_date, usegmt=True
             )
-        resp = web.StreamResponse(status=plan.status, headers=headers)
+        resp = BurstResponse(status=plan.status, headers=headers)
         if plan.stream:
             resp.enable_chunked_encoding()
         else:
             resp.content_length = plan.full_bytes
-        parts: list[bytes] = []
+        w = PlanWriter(
+            request, resp, plan, r, scale, None if clock is float else clock, st.headers_sent
+        )
         try:
-            await resp.prepare(request)
-            wall = time.time()
-            r["t_headers_ns"], r["t_wall_headers"] = time.monotonic_ns(), wall
-            if clock is not float:  # an agent on a fast clock: the same moment in its clock
-                r["t_agent_wall_headers"] = clock(wall)
-            r["headers"] = redact_headers(resp.headers)
-            st.headers_sent()
-            # Counters live in locals and reach the journal before every wait and at the end:
-            # the journal is exact whenever another task can read it, at a fraction of the cost.
-            nbytes = events = 0
-            try:
-                for c in plan.chunks:
-                    if c.delay:
-                        r["sent_bytes"], r["events_sent"] = nbytes, events
-                        await asyncio.sleep(c.delay * scale)
-                    if c.data:
-                        await resp.write(c.data)
-                        parts.append(c.data)
-                        nbytes += len(c.data)
-                    if c.event:
-                        events += 1
-            finally:
-                r["sent_bytes"], r["events_sent"] = nbytes, events
-            # The end is stamped the moment the last byte (or the RST, or the FIN) is handed to
-            # the transport, before any bookkeeping: a retry's wait is measured from here.
-            if plan.ending == "reset":
-                _rst(transport)
-                r["t_end_ns"], r["end"] = time.monotonic_ns(), "reset"
-            elif plan.ending == "close":
-                if transport is not None:
-                    transport.close()
-                r["t_end_ns"], r["end"] = time.monotonic_ns(), "close"
-            else:
-                await resp.write_eof()
-                r["t_end_ns"] = time.monotonic_ns()
+            await w.run()
         except (ConnectionError, asyncio.CancelledError) as ex:
             r["t_end_ns"], r["end"] = time.monotonic_ns(), "client_gone"
             if isinstance(ex, asyncio.CancelledError):
-                r["sent"] = _redact(b"".join(parts).decode("utf-8", "replace"), plan.secrets)
+                self._record_sent(r, w.data, plan)
                 raise
-        # Byte counts stay those of the wire; only the text kept loses an echoed key.
-        r["sent"] = _redact(b"".join(parts).decode("utf-8", "replace"), plan.secrets)
+        self._record_sent(r, w.data, plan)
         return resp
+
+    def _record_sent(self, r: ResponseRecord, data: bytes, plan: Plan) -> None:
+        """What the journal keeps of the bytes written, and when the response ended. Byte
+        counts stay those of the wire; the text kept loses an echoed key."""
+        r["sent"], sent_digest = kept_text(data, plan.secrets, self.retention)
+        if sent_digest is not None:
+            r["sent_digest"] = sent_digest
+        if r.get("t_end_ns") is None:  # stamped by the writer as the last byte left, if it did
+            r["t_end_ns"] = time.monotonic_ns()
 
 
 def _api_key(request: web.Request) -> str | None:
@@ -537,12 +533,6 @@ def _api_key(request: web.Request) -> str | None:
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
     return request.headers.get("x-api-key") or request.headers.get("api-key") or None
-
-
-def _redact(text: str, secrets: tuple[str, ...]) -> str:
-    for s in secrets:
-        text = text.replace(s, REDACTED)
-    return text
 
 
 def _check_chat(body: Any) -> str | None:

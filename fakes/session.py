@@ -5,16 +5,17 @@ from __future__ import annotations
 import asyncio
 import copy
 import uuid
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from fakes.journal import Entry, Journal
 from fakes.refuse import RefusingPort
+from fakes.retention import REDACTED, Retention
 from fakes.scenario import Scenario, Step
 
 __all__ = ["SessionState", "select_step", "redact_headers", "REDACTED", "SECRET_HEADERS"]
 
-REDACTED = "[REDACTED]"
 # The headers that carry credentials, by lower-cased name: the harness's one list (the probe
 # reads it; `reports`, which may import nothing of ours, keeps a copy a test holds equal).
 SECRET_HEADERS = frozenset(
@@ -73,11 +74,17 @@ class SessionState:
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     used: list[int] = field(default_factory=list)
     tool_cursor: dict[str, int] = field(default_factory=dict)
-    entries: list[Entry] = field(default_factory=list)
     refused: RefusingPort | None = None  # when the scenario refuses connections
+    mcp_sessions: dict[str, str] = field(default_factory=dict)  # MCP session id -> version
+    mcp_counts: dict[str, int] = field(default_factory=dict)  # MCP messages by method
+    mcp_tools: list[dict[str, Any]] | None = None  # the MCP tools after a list_changed fault
     # The agent's own wall clock when it runs on a fast one (libfaketime): (the real wall time
     # it started from, its speed); HTTP-dates the session renders are in that clock.
     agent_clock: tuple[float, float] | None = None
+    retention: Retention = field(default_factory=Retention)
+    # The journal: every entry, or a ring of the last ``retention.entries``.
+    entries: deque[Entry] = field(init=False)
+    count: int = 0  # entries journaled since the session began (the next ``seq``)
     # Set (and replaced) whenever a response's headers go out: wakes wait_headers.
     _headers_out: asyncio.Event = field(
         default_factory=asyncio.Event, init=False, repr=False, compare=False
@@ -85,6 +92,12 @@ class SessionState:
 
     def __post_init__(self) -> None:
         self.used = [0] * len(self.scenario.script)
+        self.entries = deque(maxlen=self.retention.entries)
+
+    def add(self, entry: Entry) -> None:
+        """Journal ``entry`` (its ``seq`` is ``count``); a full ring lets its oldest go."""
+        self.entries.append(entry)
+        self.count += 1
 
     def headers_sent(self) -> None:
         """A response's headers just went out (called by the server)."""
@@ -134,8 +147,10 @@ class SessionState:
             "session": self.id,
             "scenario": self.scenario.id,
             "time_scale": self.time_scale,
-            "entries": copy.deepcopy(self.entries),
+            "entries": copy.deepcopy(list(self.entries)),
         }
         if self.refused is not None:
             out["refused"] = self.refused.record()
+        if self.retention.bounded:
+            out["retention"] = self.retention.record(self.count - len(self.entries))
         return out

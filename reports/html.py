@@ -135,11 +135,21 @@ def _scenario_view(agent: AgentView, cited: dict[str, Any], cid: str) -> dict[st
         "error": sc.get("error"),
         "rerun": sc.get("rerun"),
         "clock": _clock(sc.get("clock")),
+        "driven": _driven(sc.get("events")),
         "timeline": _timeline(entries, t0),
         "entries": entry_rows,
         "events": ev_rows,
         "agent_log": sc.get("agent_log"),
     }
+
+
+def _driven(events: Any) -> str | None:
+    """How a shipped agent's own features were driven in the run (its hello's ``driven``)."""
+    hello = next((e for e in events or [] if isinstance(e, dict) and e.get("type") == "hello"), {})
+    driven = hello.get("driven")
+    if not isinstance(driven, dict) or not driven:
+        return None
+    return "; ".join(f"{cap}: {how}" for cap, how in sorted(driven.items()))
 
 
 def _clock(clock: Any) -> str | None:

@@ -19,7 +19,13 @@ from reports.errors import ResultsError
 from reports.html import environment
 from reports.redact import Redactor
 
-__all__ = ["PROBE_VERDICTS", "load_probe_schema", "render_probe", "validate_probe"]
+__all__ = [
+    "PROBE_VERDICTS",
+    "keep_vocabulary",
+    "load_probe_schema",
+    "render_probe",
+    "validate_probe",
+]
 
 PROBE_VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN", "NOT_APPLICABLE")
 
@@ -42,12 +48,12 @@ def validate_probe(doc: Any, *, source: str = "<probe>") -> None:
         raise ResultsError(f"{source}: at {path}: {err.message}{more}")
 
 
-def _keep_vocabulary(doc: dict[str, Any], clean: dict[str, Any]) -> dict[str, Any]:
+def keep_vocabulary(doc: dict[str, Any], clean: dict[str, Any]) -> dict[str, Any]:
     """``clean`` with the probe's own vocabulary put back: the dialect, header and query names,
     observation ids, titles, verdicts and evidence, exchange names (keys are not scrubbed at
     all). They come from fixed lists, never from a gateway or a secret; a short secret (a
     routing header's ``openai``) would otherwise garble them and the written document would not
-    be valid (the same fields as ``conformance.probe.redact.keep_vocabulary``)."""
+    be valid. ``conformance.probe`` puts them back with this function too."""
     for k in ("dialect", "headers", "query"):
         if k in doc["probe"]:
             clean["probe"][k] = doc["probe"][k]
@@ -62,7 +68,7 @@ def render_probe(doc: dict[str, Any], out_dir: Path, *, secrets: Sequence[str] =
     """Validate ``doc``, write ``probe.json`` and ``probe.html`` into ``out_dir``; return the page."""
     validate_probe(doc)
     red = Redactor(secrets)
-    clean = _keep_vocabulary(doc, red.deep(doc, keys=False))
+    clean = keep_vocabulary(doc, red.deep(doc, keys=False))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     obs = clean["observations"]

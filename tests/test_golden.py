@@ -38,7 +38,9 @@ def _plan_digest(step, dialect: str, stream: bool) -> str:
     head += [plan.full_bytes, plan.cut_at_byte, plan.header_delay, plan.reset_before_headers]
     h.update(json.dumps(head, default=str).encode())
     for c in plan.chunks:
-        h.update(json.dumps([c.delay, c.event, len(c.data)]).encode())
+        # A write boundary (``flush``) is pinned where there is one; the pins made before it
+        # existed stay as they were.
+        h.update(json.dumps([c.delay, c.event, len(c.data), *([True] if c.flush else [])]).encode())
         h.update(c.data)
     return h.hexdigest()[:16]
 

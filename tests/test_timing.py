@@ -69,7 +69,9 @@ def test_a_run_measures_the_machine_and_says_so_in_its_results(tmp_path, monkeyp
     assert main(["run", "-q", "--scenario", str(healthy), "--results", "r.json"]) == 0
     timing = json.loads(Path("r.json").read_text(encoding="utf-8"))["run"]["timing"]
     (one,) = timing["calibrations"]  # one process ran the scenarios, with its own gateway
-    assert one["process"] == "main" and one["harness"]["n"] > 10 and one["gateway"]["n"] > 10
+    # How many timer samples fit in the calibration depends on the machine's load: some did.
+    # Run in this process (not a pytest-xdist worker of the run, even under xdist): "main".
+    assert one["process"] == "main" and one["harness"]["n"] > 0 and one["gateway"]["n"] > 0
     assert timing["late_slack_s"] == one["late_slack_s"] >= LATE_FLOOR_S
     assert timing["noise_s"] == one["noise_s"] >= NOISE_FLOOR_S
     index = Path("conformance-report", "index.html").read_text(encoding="utf-8")

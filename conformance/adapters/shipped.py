@@ -16,18 +16,23 @@ mapped to protocol events only where the mapping is honest:
 - a non-zero exit is an ``error`` event (kind ``agent_exit``: the agent's words are not mapped
   to our error kinds) and ``turn_end`` with reason ``error``; exit 0 is ``completed``.
 
-Removals, hidden (meta) messages, retries the agent does not print and user aborts cannot be
-observed: the profile's capabilities leave them out, so their criteria are UNSUPPORTED rather
-than guessed. Outside connection attempts logged by the guard are kept on the adapter
+Removals, hidden (meta) messages and retries the agent does not print cannot be observed: the
+profile's capabilities leave them out, so their criteria are UNSUPPORTED rather than guessed.
+Features the agent has but our protocol cannot reach (a user's abort, a fallback model, a stop
+hook...) are driven from outside where the profile says how (``drive``: a signal, arguments,
+environment, files), each earning its capability; ``hello["driven"]`` records how. Outside connection attempts logged by the guard are kept on the adapter
 (``last_outside_attempts``) and written into the scenario's ``agent_log``; see
 ``outside_attempts`` for the certification hook.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -195,7 +200,7 @@ class ShippedAdapter:
         return self.clock.scale(timing) if self.clock else None
 
     def capabilities(self) -> set[str]:
-        caps = set(self.profile.capabilities)
+        caps = set(self.profile.capabilities) | set(self.profile.drive)
         if self.clock is not None:
             caps.add("time_scale")
         if self.profile.dialect != "openai_chat":
@@ -215,6 +220,7 @@ class ShippedAdapter:
         return str(path)
 
     def _values(self, req: RunRequest, home: Path, config_home: Path, binp: str) -> dict:
+        config = req.start.get("config") or {}
         return {
             "prompt": str(req.start.get("prompt", "")),
             "base_url": req.base_url,
@@ -228,10 +234,22 @@ class ShippedAdapter:
             "ca_file": req.ca_file or "",
             # Agents that append /v1/... themselves (Claude Code) take the session root.
             "base_url_root": _strip_v1(req.base_url),
+            "fallback_model": str(config.get("fallback_model") or ""),
+            "context_window": str(config.get("context_window") or ""),
+            "tool_endpoint": str(req.start.get("tool_endpoint") or ""),
+            # The harness's own interpreter: a hook command the profile writes runs on it.
+            "python": sys.executable,
         }
 
-    def _write_files(self, values: dict, roots: dict[str, Path]) -> None:
-        for spec in self.profile.files:
+    def _drives(self, req: RunRequest) -> dict[str, dict[str, Any]]:
+        """The profile's drives this run uses: abort always, the others unless their ``when``
+        names a config key the scenario leaves unset (null or false), or a value it does not
+        have."""
+        config = req.start.get("config") or {}
+        return {cap: m for cap, m in self.profile.drive.items() if _applies(m.get("when"), config)}
+
+    def _write_files(self, values: dict, roots: dict[str, Path], specs: list[dict]) -> None:
+        for spec in specs:
             root = roots[spec["root"]]
             target = (root / render(spec["path"], values)).resolve()
             if not target.is_relative_to(root.resolve()):
@@ -280,9 +298,15 @@ class ShippedAdapter:
             config_home = home / ".config"
             config_home.mkdir(parents=True)
             values = self._values(req, home, config_home, binp)
+            drives = self._drives(req)
+            files = list(self.profile.files)
+            for m in drives.values():
+                files.extend(m.get("files") or [])
             try:
                 self._write_files(
-                    values, {"home": home, "config_home": config_home, "workdir": req.workdir}
+                    values,
+                    {"home": home, "config_home": config_home, "workdir": req.workdir},
+                    files,
                 )
             except (OSError, ValueError) as exc:
                 return RunOutcome("error", events, hello, "", redact(str(exc), key))
@@ -298,9 +322,14 @@ class ShippedAdapter:
             if req.ca_file:
                 env.update(SSL_CERT_FILE=req.ca_file, NODE_EXTRA_CA_CERTS=req.ca_file)
             env.update(render(self.profile.env, values))
+            argv = render(self.profile.command, values)
+            for m in drives.values():
+                env.update(render(m.get("env") or {}, values))
+                argv.extend(render(m.get("args") or [], values))
             if warp is not None:
                 env.update(warp_env(warp))
-            argv = render(self.profile.command, values)
+            # The abort is recorded once it is sent (_run); the others are in the run from its start.
+            hello["driven"] = {cap: _how(m, values) for cap, m in drives.items() if cap != "abort"}
             return self._run(req, argv, env, events, hello, warp)
 
     def _run(self, req, argv, env, events, hello, warp: Warp | None = None) -> RunOutcome:
@@ -344,7 +373,14 @@ class ShippedAdapter:
                 # but its start and its own work are not sped up: they get real seconds.
                 floor = self.profile.min_deadline_s / (warp.speed if warp else 1.0)
                 limit = max(req.deadline_s, floor) + (WARP_ALLOWANCE_S if warp else 0.0)
-                rc = _wait(proc, req, limit)
+                abort = (self.profile.drive.get("abort") or {}).get("signal")
+                sent: list[float] = []
+                rc = _wait(proc, req, limit, getattr(signal, abort) if abort else None, sent)
+                if sent:
+                    hello.setdefault("driven", {})["abort"] = (
+                        f"{abort} sent to the agent's process group when the abort fired, "
+                        f"{sent[0] - began:.2f} s into the run"
+                    )
             finally:
                 # Also on Ctrl-C / SIGTERM: no agent (nor its children) outlives the run.
                 kill_group(proc)
@@ -425,13 +461,54 @@ def _port_of(base_url: str) -> int | None:
     return parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def _wait(proc: subprocess.Popen, req: RunRequest, limit: float | None = None) -> int | None:
-    """The exit status, or None once the run's wall-clock deadline has passed."""
+def _applies(when: str | dict | None, config: dict) -> bool:
+    """Whether a drive's ``when`` holds for the run's config (absent: always)."""
+    if not when:
+        return True
+    if isinstance(when, dict):
+        ((key, value),) = when.items()
+        return key in config and config[key] == value
+    return config.get(when) not in (None, False)
+
+
+def _how(mapping: dict[str, Any], values: dict[str, str]) -> str:
+    """How a drive drove its capability, for the hello and the results (the run's secret is
+    redacted from events by the runner)."""
+    if mapping.get("note"):
+        return str(mapping["note"])
+    parts = []
+    if mapping.get("args"):
+        parts.append("arguments " + " ".join(render(mapping["args"], values)))
+    if mapping.get("env"):
+        parts.append("environment " + ", ".join(sorted(mapping["env"])))
+    if mapping.get("files"):
+        parts.append("files " + ", ".join(f["path"] for f in mapping["files"]))
+    return "; ".join(parts)
+
+
+def _wait(
+    proc: subprocess.Popen,
+    req: RunRequest,
+    limit: float | None = None,
+    abort_signal: int | None = None,
+    sent: list[float] | None = None,
+) -> int | None:
+    """The exit status, or None once the run's wall-clock deadline has passed. With
+    ``abort_signal``, the scenario's abort sends it to the agent's process group (once), as a
+    terminal's Ctrl-C does (its time is appended to ``sent``); the agent then ends its turn in its
+    own time, within the deadline."""
     deadline = time.monotonic() + (req.deadline_s if limit is None else limit)
+    aborted = False
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return None
+        if abort_signal is not None and not aborted and req.abort.is_set():
+            aborted = True
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, abort_signal)
+                if sent is not None:
+                    sent.append(time.monotonic())
         try:
             return proc.wait(timeout=min(0.05, remaining))
         except subprocess.TimeoutExpired:

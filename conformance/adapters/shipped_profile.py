@@ -2,8 +2,9 @@
 
 A profile (``conformance/profiles/<name>.yaml``) says how to install the agent (a pinned npm
 package), the argv template, environment variables and configuration files to write, the
-capabilities it can honestly declare, the output parser for what it prints, and the wire
-dialect it speaks. `load_profile` validates it against `_SCHEMA` and names ``file:line`` in every
+capabilities it can honestly declare, the features it has that a harness drives from outside
+(``drive``: an abort signal, arguments, environment, files, each earning a capability), the
+output parser for what it prints, and the wire dialect it speaks. `load_profile` validates it against `_SCHEMA` and names ``file:line`` in every
 error; `render` fills the ``{placeholders}`` of a template with a run's values.
 """
 
@@ -25,6 +26,8 @@ from fakes.scenario import line_map
 
 __all__ = [
     "DIALECTS",
+    "DRIVABLE",
+    "SIGNALS",
     "PLACEHOLDERS",
     "PROFILE_DIR",
     "Profile",
@@ -48,13 +51,68 @@ PLACEHOLDERS = (
     "bin",
     "ca_file",
     "base_url_root",
+    # Drives (see `drive` below): what the scenario's config asks, and where the hosted tools are.
+    "fallback_model",
+    "context_window",
+    "tool_endpoint",
+    "python",
 )
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 _ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # The wire dialect an agent speaks (documentation, and which base URL form it takes).
 DIALECTS = NAMES  # the registry's names (fakes.dialects)
 
+# Signals an abort may be (sent to the agent's process group, as a terminal's Ctrl-C is).
+SIGNALS = ("SIGINT", "SIGTERM", "SIGQUIT")
+# Capabilities a profile can earn by driving one of the agent's features from outside.
+DRIVABLE = (
+    "abort",
+    "fallback_model",
+    "hooks",
+    "compaction",
+    "debug_dump",
+    "stream_fallback_config",
+)
+_FILE: dict[str, Any] = {
+    "type": "object",
+    "required": ["path", "root"],
+    "additionalProperties": False,
+    "properties": {
+        "path": {"type": "string", "minLength": 1},
+        "root": {"enum": ["home", "config_home", "workdir"]},
+        "json": {},
+        "text": {"type": "string"},
+        "link": {"type": "string"},
+    },
+    "oneOf": [
+        {"required": ["json"]},
+        {"required": ["text"]},
+        {"required": ["link"]},
+    ],
+}
+
 _SCHEMA: dict[str, Any] = {
+    "$defs": {
+        # A feature driven by arguments, environment and files, added to every run, or only
+        # to runs whose start config sets `when` (a key of `config`, to a value not null/false;
+        # or {key: value}: that key equal to that value).
+        "mapping": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "when": {
+                    "oneOf": [
+                        {"type": "string", "minLength": 1},
+                        {"type": "object", "minProperties": 1, "maxProperties": 1},
+                    ]
+                },
+                "args": {"type": "array", "items": {"type": "string"}},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                "files": {"type": "array", "items": _FILE},
+                "note": {"type": "string"},
+            },
+        }
+    },
     "type": "object",
     "required": ["name", "install", "command"],
     "additionalProperties": False,
@@ -74,27 +132,26 @@ _SCHEMA: dict[str, Any] = {
         },
         "command": {"type": "array", "minItems": 1, "items": {"type": "string"}},
         "env": {"type": "object", "additionalProperties": {"type": "string"}},
-        "files": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["path", "root"],
-                "additionalProperties": False,
-                "properties": {
-                    "path": {"type": "string", "minLength": 1},
-                    "root": {"enum": ["home", "config_home", "workdir"]},
-                    "json": {},
-                    "text": {"type": "string"},
-                    "link": {"type": "string"},
+        "files": {"type": "array", "items": _FILE},
+        "capabilities": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        # The agent's own features, driven from outside, each earning the capability it is
+        # keyed by (DRIVABLE); see docs/agents/shipped.md.
+        "drive": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "abort": {
+                    "type": "object",
+                    "required": ["signal"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "signal": {"enum": list(SIGNALS)},
+                        "note": {"type": "string"},
+                    },
                 },
-                "oneOf": [
-                    {"required": ["json"]},
-                    {"required": ["text"]},
-                    {"required": ["link"]},
-                ],
+                **{cap: {"$ref": "#/$defs/mapping"} for cap in DRIVABLE if cap != "abort"},
             },
         },
-        "capabilities": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
         "output": {"enum": list(PARSERS)},
         "telemetry": {"type": "string"},
         "dialect": {"enum": list(DIALECTS)},
@@ -136,6 +193,8 @@ class Profile:
     min_deadline_s: float = 0.0
     # Speeds of the fast clock to try, in order (conformance.adapters.warp); empty: real time.
     time_warp: list[float] = field(default_factory=list)
+    # {capability: how the agent's own feature is driven} (schema: _SCHEMA "drive").
+    drive: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def package(self) -> str:
@@ -213,7 +272,7 @@ def load_profile(spec: str | Path) -> Profile:
         field_name = ".".join(str(x) for x in p) or "(profile)"
         raise ProfileError(f"{_where(src, lines, p)}: {field_name}: {err.message}")
     # Unknown placeholders are typos that would reach the agent verbatim: refuse them.
-    for p, s in _strings({k: data.get(k) for k in ("command", "env", "files")}):
+    for p, s in _strings({k: data.get(k) for k in ("command", "env", "files", "drive")}):
         for m in _ANY_PLACEHOLDER.finditer(s):
             if m.group(1) not in PLACEHOLDERS:
                 raise ProfileError(
@@ -224,6 +283,12 @@ def load_profile(spec: str | Path) -> Profile:
         raise ProfileError(
             f"{_where(src, lines, ('name',))}: name: {data['name']!r} must equal the file stem "
             f"{path.stem!r}"
+        )
+    both = set(data.get("capabilities") or []) & set(data.get("drive") or {})
+    if both:
+        raise ProfileError(
+            f"{_where(src, lines, ('capabilities',))}: capabilities: {sorted(both)} are earned "
+            "by `drive`; do not declare them as well"
         )
     if "time_scale" in (data.get("capabilities") or []):
         raise ProfileError(
@@ -248,6 +313,7 @@ def load_profile(spec: str | Path) -> Profile:
         dialect=data.get("dialect", "openai_chat"),
         min_deadline_s=float(data.get("min_deadline_s", 0.0)),
         time_warp=[float(x) for x in _as_list(data.get("time_warp"))],
+        drive=dict(data.get("drive") or {}),
     )
 
 

@@ -89,8 +89,13 @@ def check_str_14(ev: Evidence) -> Finding:
 
 @check("STR-09", final=True)
 def check_str_09(ev: Evidence) -> Finding:
-    """A healthy stream is never followed by a non-streaming resend of the same request."""
-    expected = "a complete stream with finish_reason is not resent with stream: false"
+    """A healthy stream is never followed by a non-streaming resend of the same request, and
+    one the gateway only re-chunked or paced (``Fault.reshapes``) shows as the reply it carried:
+    an agent must show the same reply however the stream came."""
+    expected = (
+        "a complete stream with finish_reason is not resent with stream: false; a re-chunked or "
+        "paced one shows the text it carried"
+    )
     chat = ev.chat()
     healthy = 0
     for i, e in enumerate(chat):
@@ -102,7 +107,47 @@ def check_str_09(ev: Evidence) -> Finding:
                 return failed(expected, f"healthy seq {e.get('seq')} resent at {later.get('seq')}")
     if not healthy:
         return not_applicable(expected, "no healthy streaming response in this run")
-    return passed(expected, f"{healthy} healthy stream(s), none resent")
+    shown = _reshaped_shown(ev, chat) if turn_over(ev) else []
+    for e, wire, texts in shown:
+        if wire.strip() not in {t.strip() for t in texts}:
+            saw = f"showed {texts[-1]!r}" if texts else "showed no assistant message"
+            return failed(
+                expected,
+                f"seq {e.get('seq')} ({e.get('fault')}) carried {wire!r}; the agent {saw}",
+            )
+    extra = f"; {len(shown)} re-chunked or paced, shown as carried" if shown else ""
+    return passed(expected, f"{healthy} healthy stream(s), none resent{extra}")
+
+
+def _reshaped_shown(ev: Evidence, chat: list[ChatEntry]) -> list[tuple[ChatEntry, str, list[str]]]:
+    """Each complete stream whose fault only reshaped its delivery and that carried a finished
+    text: the text and the assistant messages the agent showed from its arrival to the end of the next
+    attempt (an outside agent's lines are stamped when read, possibly after it asked again)."""
+    out: list[tuple[ChatEntry, str, list[str]]] = []
+    messages = [m for m in ev.shown_messages() if m.get("role") == "assistant"]
+    for i, e in enumerate(chat):
+        fault = FAULTS.get(e.get("fault") or "")
+        resp = response_of(e)
+        if fault is None or not fault.reshapes or not Evidence.mode(e) or is_failed(e):
+            continue
+        if resp.get("end") != "complete" or resp.get("sent_bytes") != resp.get("full_bytes"):
+            continue  # the client left (an abort): it never had the whole reply
+        reply = wire_reply(e)
+        if not reply.text or reply.finish_reason not in ("stop", "tool_calls"):
+            continue  # nothing to show, or a truncation the agent may join to its continuation
+        wire = reply.text
+        start = int(e["t_arrival_ns"])
+        end = Evidence.end_ns(chat[i + 1]) if i + 1 < len(chat) else None
+        texts = [
+            str(m.get("text") or "")
+            for m in messages
+            if m.get("t_ns") is not None
+            and m["t_ns"] >= start
+            and (end is None or m["t_ns"] <= end)
+            and not m.get("meta")
+        ]
+        out.append((e, wire, texts))
+    return out
 
 
 @check("STR-15")

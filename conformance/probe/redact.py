@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from fakes.session import SECRET_HEADERS  # the one list of credential headers
+from reports.probe import keep_vocabulary  # the report's list of the probe's own words
 
 __all__ = ["MASK", "SECRET_HEADERS", "keep_vocabulary", "safe_url", "scrub"]
 
@@ -48,22 +49,3 @@ def _scrub(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, list):
         return [_scrub(v, secrets) for v in value]
     return value
-
-
-def keep_vocabulary(original: dict[str, Any], clean: dict[str, Any]) -> dict[str, Any]:
-    """``clean`` (a scrubbed probe report) with the probe's own vocabulary put back as written.
-
-    The dialect, header and query names, observation ids, titles, verdicts and evidence, and
-    exchange names come from the probe's fixed lists and the option names, never from a gateway
-    or a secret value; a short value given with ``--header`` (``openai``) would otherwise garble
-    them (``[REDACTED]_chat``) and the report would no longer be valid. (Keys are never
-    scrubbed, :func:`scrub`.) ``reports.probe`` keeps
-    the same fields."""
-    for k in ("dialect", "headers", "query"):
-        if k in original["probe"]:
-            clean["probe"][k] = original["probe"][k]
-    for o, c in zip(original["observations"], clean["observations"], strict=True):
-        c.update({k: o[k] for k in ("id", "title", "verdict", "evidence")})
-    for x, c in zip(original["exchanges"], clean["exchanges"], strict=True):
-        c["name"] = x["name"]
-    return clean

@@ -294,3 +294,8 @@ class _StreamDecoder:
         reasoning = "".join(str(b.get("thinking") or "") for b in blocks)
         if any(b.get("signature") or b.get("type") == "redacted_thinking" for b in blocks):
             self.credentials.remember(self.model, reasoning, blocks)
+
+
+# This module's dialect and codec: the agent speaks every dialect a `_wire_*.py` module names.
+DIALECT = "anthropic_messages"
+CODEC = AnthropicCodec

@@ -287,3 +287,8 @@ class _StreamDecoder:
             inner = {k: v for k, v in p.items() if k not in ("type", "sequence_number")}
             return [json.dumps({"error": inner.get("error") or inner})]
         return []
+
+
+# This module's dialect and codec: the agent speaks every dialect a `_wire_*.py` module names.
+DIALECT = "openai_responses"
+CODEC = ResponsesCodec

@@ -30,7 +30,9 @@ sees them; error bodies pass unchanged.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
+import pkgutil
 import random
 import ssl as ssl_mod
 from collections.abc import AsyncIterator, Callable
@@ -40,9 +42,7 @@ from typing import Any
 
 import aiohttp
 
-from ._wire_anthropic import AnthropicCodec
 from ._wire_base import ChatCodec, Codec
-from ._wire_responses import ResponsesCodec
 from .core import (
     Aborted,
     Action,
@@ -75,12 +75,21 @@ from .toolbox import BATCH_TOOL, ToolBox, ToolSpec, write_log_line
 
 __all__ = ["DIALECTS", "HELLO", "Behaviours", "UnknownDialect", "codec_for", "run_protocol"]
 
+
+def _codecs() -> dict[str, Callable[[], Codec]]:
+    """Chat completions (the default), then each ``_wire_<name>.py`` module of this package
+    that names its ``DIALECT`` and ``CODEC``, in file order: a new dialect is one module."""
+    found: dict[str, Callable[[], Codec]] = {"openai_chat": ChatCodec}
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
+        if info.name.startswith("_wire_"):
+            module = importlib.import_module(f"{__package__}.{info.name}")
+            if hasattr(module, "DIALECT"):
+                found[module.DIALECT] = module.CODEC
+    return found
+
+
 # Wire dialects by their adapter-protocol name (``start.dialect``); the first is the default.
-DIALECTS: dict[str, Callable[[], Codec]] = {
-    "openai_chat": ChatCodec,
-    "anthropic_messages": AnthropicCodec,
-    "openai_responses": ResponsesCodec,
-}
+DIALECTS: dict[str, Callable[[], Codec]] = _codecs()
 
 
 class UnknownDialect(ValueError):

@@ -292,10 +292,12 @@ def test_make_adapter_rejects_unknown():
         make_adapter("cmd:")
 
 
-def _probe_error(tmp_path: Path, body: str) -> tuple[str, float, int | None]:
+def _probe_error(
+    tmp_path: Path, body: str, hello_timeout_s: float = 0.3
+) -> tuple[str, float, int | None]:
     adapter = make_adapter("cmd:" + agent(tmp_path, body))
     assert isinstance(adapter, CommandAdapter)
-    adapter.hello_timeout_s = 0.3  # the 10 s default, shortened: the wait itself is the test
+    adapter.hello_timeout_s = hello_timeout_s  # the 10 s default, shortened where it is waited
     t0 = time.monotonic()
     with pytest.raises(RuntimeError) as info:
         adapter.capabilities()
@@ -321,7 +323,9 @@ def test_agent_that_reads_start_first_is_told_to_write_hello_first(tmp_path):
 
 
 def test_agent_that_dies_before_hello_shows_what_it_wrote(tmp_path):
-    msg, _, _ = _probe_error(tmp_path, "print('cannot import x', file=sys.stderr)\nsys.exit(1)\n")
+    # The agent ends by itself: the default wait for hello leaves a loaded machine time to start it.
+    body = "print('cannot import x', file=sys.stderr)\nsys.exit(1)\n"
+    msg, _, _ = _probe_error(tmp_path, body, hello_timeout_s=10.0)
     assert "no hello line: agent exited with status 1 before hello" in msg
     assert "stdout: nothing; stderr: 'cannot import x\\n'" in msg
 

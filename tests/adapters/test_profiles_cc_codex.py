@@ -13,7 +13,6 @@ import os
 import sys
 import textwrap
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,20 +21,10 @@ from conformance.adapters import make_adapter
 from conformance.adapters.shipped import ShippedAdapter, load_profile, parse_output
 from conformance.adapters.shipped_parsers import parse_claude_stream_json, parse_codex_json
 from conformance.runner import run_scenario
-from fakes import Gateway, Scenario, SyncGateway
+from fakes import Scenario
 
 CLAUDE = ("claude-code-2-1-197", "claude-code-2-1-332")
 ALL = (*CLAUDE, "codex")
-
-
-@pytest.fixture
-def gateway() -> Iterator[SyncGateway]:
-    gw = SyncGateway(Gateway())
-    gw.start()
-    try:
-        yield gw
-    finally:
-        gw.stop()
 
 
 def hello_scenario(deadline: float = 20) -> Scenario:

@@ -13,7 +13,6 @@ import socket
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,7 +33,7 @@ from conformance.guard import (
     proxy_env,
 )
 from conformance.runner import run_scenario
-from fakes import Gateway, Scenario, SyncGateway
+from fakes import Scenario
 
 KEY = "sk-test-SHIPPED-0123456789abcdef"
 NETNS, NETNS_WHY = netns_available()
@@ -123,16 +122,6 @@ def group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != "Z":
             return True
     return False
-
-
-@pytest.fixture
-def gateway() -> Iterator[SyncGateway]:
-    gw = SyncGateway(Gateway())
-    gw.start()
-    try:
-        yield gw
-    finally:
-        gw.stop()
 
 
 def hello_scenario(**extra) -> Scenario:

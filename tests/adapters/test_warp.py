@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 import struct
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ from conformance.adapters.warp import (
 )
 from conformance.calibration import ASKED_S, SPREAD_LIMIT_S, calibrate, judge
 from conformance.runner import run_scenario
-from fakes import Gateway, SyncGateway, load_scenario
+from fakes import SyncGateway, load_scenario
 from scenarios import SCENARIO_DIR
 
 RTY = SCENARIO_DIR / "criteria" / "rty"
@@ -171,16 +170,6 @@ def _warp_ready() -> str | None:
 
 
 needs_warp = pytest.mark.skipif(_warp_ready() is not None, reason=str(_warp_ready()))
-
-
-@pytest.fixture
-def gateway() -> Iterator[SyncGateway]:
-    gw = SyncGateway(Gateway())
-    gw.start()
-    try:
-        yield gw
-    finally:
-        gw.stop()
 
 
 @pytest.fixture

@@ -80,6 +80,52 @@ def test_str09_pass_and_fail() -> None:
     assert run_check("STR-09", bad.evidence()).outcome == "fail"
 
 
+def _rechunked(j: Journal, text: str = "hello world", end: str = "complete") -> dict:
+    sse = (
+        f'data: {{"choices":[{{"delta":{{"content":"{text[:5]}"}}}}]}}\n\n'
+        f'data: {{"choices":[{{"delta":{{"content":"{text[5:]}"}},"finish_reason":"stop"}}]}}\n\n'
+        "data: [DONE]\n\n"
+    )
+    e = j.chat(200, body=STREAM, fault="rechunk", end=end)
+    e["fault_params"] = {"split_events": True}
+    e["response"].update(sent=sse, sent_bytes=len(sse), full_bytes=len(sse))
+    return e
+
+
+def test_str09_a_rechunked_stream_shows_the_text_it_carried() -> None:
+    good = Journal()
+    _rechunked(good)
+    shown = good.event("message", id="m1", role="assistant", text="hello world")
+    f = run_check("STR-09", good.evidence([shown, good.event("turn_end", reason="completed")]))
+    assert f.outcome == "pass" and "1 re-chunked or paced, shown as carried" in f.observed
+
+
+def test_str09_fails_when_the_agent_shows_another_text_than_the_wire_carried() -> None:
+    bad = Journal()
+    _rechunked(bad)
+    broken = bad.event("message", id="m1", role="assistant", text="hello")  # a piece was lost
+    end = bad.event("turn_end", reason="completed")
+    f = run_check("STR-09", bad.evidence([broken, end]))
+    assert f.outcome == "fail" and "'hello world'" in f.observed and "'hello'" in f.observed
+    nothing = Journal()
+    _rechunked(nothing)
+    f = run_check("STR-09", nothing.evidence([nothing.event("turn_end", reason="completed")]))
+    assert f.outcome == "fail" and "no assistant message" in f.observed
+
+
+def test_str09_judges_the_text_only_once_the_turn_is_over_and_the_reply_whole() -> None:
+    j = Journal()
+    _rechunked(j)
+    # The turn goes on: the message may still come (STR-09 is final on a partial run).
+    assert run_check("STR-09", j.evidence()).outcome == "pass"
+    left = Journal()
+    _rechunked(left, end="client_gone")
+    left.entries[0]["response"]["sent_bytes"] = 10  # the client left (an abort) mid-stream
+    end = left.event("turn_end", reason="aborted")
+    f = run_check("STR-09", left.evidence([end]))
+    assert f.outcome == "pass" and "re-chunked" not in f.observed
+
+
 def test_str15_pass_and_fail() -> None:
     good = Journal()
     broken(good, "in_band_error")

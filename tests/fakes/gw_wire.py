@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import socket
+import time
+import urllib.parse
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from fakes.dialects import openai_chat as oc
 
-__all__ = ["Got", "post", "full_stream", "events", "last_json", "scenario"]
+__all__ = [
+    "Got",
+    "Writes",
+    "post",
+    "post_raw",
+    "full_stream",
+    "events",
+    "last_json",
+    "scenario",
+]
 
 
 @dataclass
@@ -35,6 +47,63 @@ def post(client: httpx.Client, base_url: str, stream: bool = True, **extra: Any)
             return Got(r.status_code, dict(r.headers), bytes(buf), None)
     except httpx.HTTPError as e:
         return Got(None, {}, b"", e)
+
+
+@dataclass
+class Writes:
+    """A response read off a plain socket: its status and the HTTP chunks of its body as they
+    were framed on the wire, one per write of the server (with the monotonic ns each was read
+    whole, as the headers); ``ended`` whether the final zero-length chunk came."""
+
+    status: int
+    t_headers_ns: int = 0  # when the headers were read
+    chunks: list[bytes] = field(default_factory=list)
+    t_ns: list[int] = field(default_factory=list)
+    ended: bool = False
+
+    @property
+    def body(self) -> bytes:
+        return b"".join(self.chunks)
+
+
+def post_raw(base_url: str, stream: bool = True, path: str = "/chat/completions") -> Writes:
+    """POST a chat request over a plain socket (HTTP only) and keep the chunk framing that
+    HTTP clients take away: where the server's writes fell, whatever TCP did with them."""
+    body = json.dumps(
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": stream}
+    ).encode()
+    url = urllib.parse.urlsplit(base_url + path)
+    head = (
+        f"POST {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    with socket.create_connection((url.hostname, url.port), timeout=5) as sock:
+        sock.sendall(head.encode() + body)
+        f = sock.makefile("rb")
+        got = Writes(int(f.readline().split()[1]))
+        headers: dict[str, str] = {}
+        while (line := f.readline()) not in (b"\r\n", b""):
+            k, _, v = line.decode().partition(":")
+            headers[k.strip().lower()] = v.strip()
+        got.t_headers_ns = time.monotonic_ns()
+        if "content-length" in headers:
+            got.chunks.append(f.read(int(headers["content-length"])))
+            got.t_ns.append(time.monotonic_ns())
+            return got
+        try:
+            while size_line := f.readline():
+                size = int(size_line.strip(), 16)
+                if size == 0:
+                    got.ended = True
+                    break
+                data = f.read(size)
+                got.chunks.append(data)
+                got.t_ns.append(time.monotonic_ns())
+                if len(data) < size or f.read(2) != b"\r\n":
+                    break
+        except ConnectionError:
+            pass  # a reset: what came before it is kept
+    return got
 
 
 def full_stream(reply: dict[str, Any], model: str = "m", done: bool = True) -> bytes:

@@ -30,11 +30,11 @@ def test_missing_file_exits_2(tmp_path, capsys):
 
 
 @contextlib.contextmanager
-def serving(path: Path, sessions: int = 1) -> Iterator[list[str]]:
-    """``python -m fakes serve PATH`` on 127.0.0.1, port 0; yields what it prints, up to the line
-    of its last session."""
+def serving(path: Path, sessions: int = 1, *flags: str) -> Iterator[list[str]]:
+    """``python -m fakes serve PATH [FLAGS]`` on 127.0.0.1, port 0; yields what it prints, up to
+    the line of its last session."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fakes", "serve", str(path)],
+        [sys.executable, "-m", "fakes", "serve", str(path), *flags],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
@@ -114,3 +114,36 @@ def test_serve_several_scenarios_prints_the_index_first(tmp_path):
         for name, url in urls.items():
             r = httpx.post(url + "/chat/completions", json={"messages": []})
             assert r.json()["choices"][0]["message"]["content"] == name
+
+
+def test_serve_keeps_a_bounded_journal_by_default_and_flags_change_it(tmp_path):
+    sc = tmp_path / "ring.yaml"
+    sc.write_text("id: ring\ncriteria: []\nprompt: p\nscript:\n  - {times: 9, reply: {text: hi}}\n")
+
+    def journal_after(n: int, *flags: str) -> dict:
+        with serving(sc, 1, *flags) as lines:
+            base_url = lines[0].split()[1]
+            for _ in range(n):
+                httpx.post(base_url + "/chat/completions", json={"messages": [], "stream": True})
+            sid = lines[-1].split("/s/")[1].split("/")[0]
+            root = base_url.removesuffix("/v1")
+            return httpx.get(f"{root}/_control/sessions/{sid}/journal").json()
+
+    default = journal_after(1)
+    assert default["retention"] == {"entries": 1000, "body_bytes": 65536, "dropped": 0}
+    ring = journal_after(4, "--journal-entries", "3", "--journal-body-bytes", "10")
+    assert ring["retention"] == {"entries": 3, "body_bytes": 10, "dropped": 1}
+    assert [e["seq"] for e in ring["entries"]] == [1, 2, 3]
+    assert all(e["response"]["sent"] is None for e in ring["entries"])
+    assert all(e["response"]["sent_digest"]["bytes"] > 10 for e in ring["entries"])
+    whole = journal_after(2, "--journal-entries", "0", "--journal-body-bytes", "0")
+    assert "retention" not in whole and len(whole["entries"]) == 2
+    for e in whole["entries"]:
+        r = e["response"]
+        assert "data: [DONE]" in r["sent"] and len(r["sent"].encode()) == r["sent_bytes"]
+
+
+def test_serve_refuses_a_negative_journal_bound(tmp_path, capsys):
+    path = ROOT / "scenarios" / "faults" / "http-error.yaml"
+    assert main(["serve", str(path), "--journal-entries", "-1"]) == 2
+    assert "--journal-entries must be >= 0" in capsys.readouterr().err

@@ -7,9 +7,15 @@ import json
 import time
 
 import httpx
-from gw_wire import events, full_stream, last_json, post, scenario
+import pytest
+from gw_wire import events, full_stream, last_json, post, post_raw, scenario
+
+from fakes.plan import make_plan
+from fakes.pytest_plugin import sessions_on
+from fakes.scenario import Scenario
 
 REPLY = {"text": "hello wide world", "chunk_chars": 5, "usage": {"prompt_tokens": 3}}
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
 
 
 def test_plain_stream_is_full_rendering_and_journaled(gateway_session, client):
@@ -311,3 +317,123 @@ def test_step_selection_times_and_match(gateway_session, client):
     assert [e["step"] for e in entries] == [1, 0, 1, 2, None]
     assert [e["otherwise"] for e in entries] == [False] * 4 + [True]
     assert entries[-1]["fault"] == "http_error" and entries[-1]["harness_error"] is None
+
+
+# -- rechunk and pace: the same bytes, other writes (read off the HTTP chunk framing) ----------
+FULL = full_stream(REPLY)
+BLOCKS = [b + b"\n\n" for b in FULL.split(b"\n\n")[:-1]]
+
+
+@pytest.fixture
+def http_session(fake_gateway):
+    yield from sessions_on(fake_gateway)
+
+
+def test_rechunk_writes_pieces_of_n_bytes_then_sizes_in_turn(http_session):
+    s = http_session(
+        scenario(
+            {"reply": REPLY, "fault": {"rechunk": {"bytes": 7}}},
+            {"reply": REPLY, "fault": {"rechunk": {"bytes": [3, 10]}}},
+        )
+    )
+    w = post_raw(s.base_url)
+    assert w.body == FULL and w.ended
+    assert [len(c) for c in w.chunks] == [7] * (len(FULL) // 7) + [len(FULL) % 7]
+    w = post_raw(s.base_url)
+    assert w.body == FULL and w.ended
+    sizes = [len(c) for c in w.chunks]
+    assert sizes[:-1] == ([3, 10] * len(FULL))[: len(sizes) - 1] and 0 < sizes[-1] <= 10
+    e = s.journal()["entries"][0]
+    assert e["fault"] == "rechunk" and e["response"]["end"] == "complete"
+    assert e["response"]["sent_bytes"] == len(FULL)
+    assert e["response"]["events_sent"] == len(BLOCKS)  # a piece counts the events it ends
+
+
+def test_rechunk_split_events_cuts_every_event_mid_line(http_session):
+    s = http_session(scenario({"reply": REPLY, "fault": {"rechunk": {"split_events": True}}}))
+    w = post_raw(s.base_url)
+    cuts, pos = [], 0
+    for b in BLOCKS:
+        cuts.append(pos + b.index(b"\n") // 2)
+        pos += len(b)
+    want = [FULL[a:b] for a, b in zip([0, *cuts], [*cuts, len(FULL)], strict=True)]
+    assert w.chunks == want and w.ended
+    assert all(not c.endswith(b"\n") for c in w.chunks[:-1])  # every write ends mid-line
+
+
+def test_rechunk_a_json_body_in_pieces(http_session):
+    s = http_session(
+        scenario(
+            {"reply": REPLY, "fault": {"rechunk": {"bytes": 16}}},
+            {"reply": REPLY, "fault": {"rechunk": {"split_events": True}}},
+        )
+    )
+    whole = post_raw(s.base_url, stream=False)  # content-length: one read, the same bytes
+    halves = post_raw(s.base_url, stream=False)
+    assert whole.body == halves.body
+    assert json.loads(whole.body)["choices"][0]["message"]["content"] == REPLY["text"]
+
+
+@pytest.mark.parametrize("dialect", ["openai_chat", "anthropic_messages", "openai_responses"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"rechunk": {"bytes": [5, 1]}},
+        {"rechunk": {"split_events": True, "interval": 0.1}},
+        {"pace": {"events_per_s": 20, "first_token": 0.5}},
+        {"pace": {"token_latency": 0.05}},
+    ],
+)
+def test_rechunk_and_pace_keep_every_byte_in_every_dialect(dialect, fault):
+    reply = {**REPLY, "reasoning": "think", "tool_calls": [{"id": "c", "name": "f"}]}
+    plain = make_plan(Scenario.from_dict(scenario({"reply": reply})).script[0], BODY, dialect)
+    step = Scenario.from_dict(scenario({"reply": reply, "fault": fault})).script[0]
+    for stream in (True, False):
+        req = {**BODY, "stream": stream}
+        want = make_plan(Scenario.from_dict(scenario({"reply": reply})).script[0], req, dialect)
+        got = make_plan(step, req, dialect)
+        assert b"".join(c.data for c in got.chunks) == b"".join(c.data for c in want.chunks)
+        assert sum(c.event for c in got.chunks) == sum(c.event for c in want.chunks)
+        assert got.full_bytes == want.full_bytes
+        # pace needs a stream: a JSON reply goes out plain
+        assert got.fault == (None if "pace" in fault and not stream else next(iter(fault)))
+    n = sum(c.event for c in plain.chunks)
+    got = make_plan(step, BODY, dialect)
+    if "pace" in fault:
+        p = fault["pace"]
+        gap = 1 / p["events_per_s"] if "events_per_s" in p else p["token_latency"]
+        assert [c.delay for c in got.chunks] == [p.get("first_token", 0)] + [gap] * (n - 1)
+    elif "bytes" in fault["rechunk"]:
+        sizes = [len(w) for w in _writes(got.chunks)]
+        assert sizes[:-1] == ([5, 1] * len(sizes))[: len(sizes) - 1]
+    else:  # split_events, 0.1 s apart: one write more than events, each ending mid-line
+        writes = _writes(got.chunks)
+        assert len(writes) == len(plain.chunks) + 1
+        assert all(not w.endswith(b"\n") for w in writes[:-1])
+        assert [c.delay for c in got.chunks if c.delay] == [0.1] * (len(writes) - 1)
+
+
+def _writes(chunks: list) -> list[bytes]:
+    """The writes a plan's chunks make: a new one at a delay, and after a flush."""
+    out = [b""]
+    for c in chunks:
+        if c.delay and out[-1]:
+            out.append(b"")
+        out[-1] += c.data
+        if c.flush:
+            out.append(b"")
+    return [w for w in out if w]
+
+
+def test_pace_writes_each_event_on_its_own_at_its_rate(http_session):
+    scale = 0.05
+    s = http_session(
+        scenario({"reply": REPLY, "fault": {"pace": {"events_per_s": 20, "first_token": 1}}}),
+        time_scale=scale,
+    )
+    w = post_raw(s.base_url)
+    assert w.chunks == BLOCKS and w.ended
+    # First token 1 s, then 1/20 s a gap, scaled, as the client saw them; each event is due on
+    # the schedule from the headers (a late wake-up catches up), so the bound is from there.
+    assert w.t_ns[0] - w.t_headers_ns >= 1 * scale * 1e9 * 0.9
+    assert w.t_ns[-1] - w.t_headers_ns >= (1 + (len(BLOCKS) - 1) / 20) * scale * 1e9 * 0.9

@@ -45,7 +45,11 @@ def test_held_headers_have_no_status_until_they_are_written(gateway_session, gw)
     with _client(gw, 5) as patient:
         t = threading.Thread(target=lambda: got.append(post(patient, s.base_url)))
         t.start()
-        held = s.wait_for(lambda j: len(j["entries"]) == 1, timeout=3)["entries"][0]["response"]
+        # The entry is journaled as the request arrives, its response record a moment later.
+        held = s.wait_for(
+            lambda j: len(j["entries"]) == 1 and j["entries"][0]["response"] is not None,
+            timeout=3,
+        )["entries"][0]["response"]
         t.join(5)
         # A second request, on the connection the client keeps: it still serves after a hold.
         again = post(patient, s.base_url)

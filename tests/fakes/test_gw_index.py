@@ -42,9 +42,13 @@ def test_index_is_json_by_default_and_html_for_a_browser(gw):
         r = httpx.get(gw.base_url + "/", headers=headers)
         assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
         doc = r.json()
-        assert {(s["scenario"], s["base_url"], s["tool_endpoint"]) for s in doc["sessions"]} == {
-            ("alpha", a.base_url, a.tool_endpoint),
-            ("beta", b.base_url, b.tool_endpoint),
+        listed = {
+            (s["scenario"], s["base_url"], s["tool_endpoint"], s["mcp_endpoint"])
+            for s in doc["sessions"]
+        }
+        assert listed == {
+            ("alpha", a.base_url, a.tool_endpoint, a.mcp_endpoint),
+            ("beta", b.base_url, b.tool_endpoint, b.mcp_endpoint),
         }
         assert doc["base_url"] is None  # two scenarios: the root /v1 serves none
         assert doc["sessions"][0]["title"] == TITLE
@@ -67,6 +71,7 @@ def test_html_escapes_every_scenario_value():
                 "title": "<t>",
                 "base_url": "http://h/s/<x>/v1",
                 "tool_endpoint": "http://h/s/<x>/tools",
+                "mcp_endpoint": "http://h/s/<x>/mcp",
             }
         ],
     }

@@ -262,3 +262,18 @@ def test_a_scenario_on_a_fast_clock_says_so(tmp_path: Path, sample: dict) -> Non
     assert "time warp x10 (effective x9.8); overhead 25.0 ms, spread 8.0 ms real" in line
     # A scenario on the real clock says nothing of it.
     assert sum("<th>clock</th>" in p for p in pages) < len(pages)
+
+
+def test_a_driven_feature_is_shown_with_its_scenario(tmp_path: Path, sample: dict) -> None:
+    doc = copy.deepcopy(sample)
+    agent = doc["agents"][0]
+    cited = next(iter(agent["criteria"].values()))["scenarios"][0]["id"]
+    scenario = next(s for s in agent["scenarios"] if s["id"] == cited)
+    hello = {"type": "hello", "agent": "a", "version": "1", "capabilities": ["abort"], "t_ns": 1}
+    hello["driven"] = {"abort": "SIGINT sent to the agent's process group <b>"}
+    scenario["events"] = [hello, *[e for e in scenario["events"] if e.get("type") != "hello"]]
+    out = render([doc], tmp_path / "report", secrets=[SECRET])
+    pages = [p.read_text("utf-8") for p in sorted((out.parent / "criteria").glob("*.html"))]
+    line = next(p for p in pages if "<th>driven</th>" in p)
+    assert "abort: SIGINT sent to the agent&#39;s process group &lt;b&gt;" in line
+    assert sum("<th>driven</th>" in p for p in pages) < len(pages)

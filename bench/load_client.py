@@ -1,0 +1,198 @@
+"""The load client and the bare baseline of the gateway benchmarks, each run as its own process
+(as a user runs a load tool against a server). Not a test.
+
+    python bench/load_client.py bare
+        serve the baseline, a bare aiohttp handler writing the benchmark's SSE one awaited event
+        at a time; prints ``url: http://127.0.0.1:PORT/v1``
+    python bench/load_client.py stream URL --concurrency C (--requests N | --seconds S)
+        stream chat requests to URL, C at a time; prints one JSON line of totals (with
+        --seconds, a progress line every --every seconds before it); --verify checks every body
+        against the benchmark's rendering byte for byte
+    python bench/load_client.py fidelity STALL_URL RETRY_URL
+        the gap a client sees across a 200 ms stall, and the gap the journal records between a
+        429 with ``Retry-After: 1`` and a retry sent 1 s after it, against the client's own
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fakes.dialects import openai_chat as oc  # noqa: E402
+
+# One 503-event stream per request: role, 500 text pieces of 4 characters, finish, [DONE].
+REPLY = {"text": "x" * 2000, "chunk_chars": 4, "finish_reason": "stop"}
+MODEL = "m"
+BODY = json.dumps(
+    {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "bench"}]}
+).encode()
+FRAMES = [oc.frame(p) for p in oc.stream_payloads(REPLY, MODEL)]
+SSE = b"".join(FRAMES)
+HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer sk-bench"}
+
+
+async def _bare() -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        for f in FRAMES:
+            await resp.write(f)
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    print(f"url: http://127.0.0.1:{port}/v1", flush=True)
+    await asyncio.Event().wait()
+
+
+@dataclass
+class Totals:
+    requests: int = 0
+    events: int = 0
+    bytes: int = 0
+    reads: int = 0
+    seconds: float = 0.0
+
+
+async def _one(http: ClientSession, url: str, t: Totals, verify: bool) -> None:
+    parts: list[bytes] = []
+    async with http.post(url, data=BODY, headers=HEADERS) as r:
+        if r.status != 200:
+            raise SystemExit(f"{url}: status {r.status}")
+        async for chunk in r.content.iter_any():
+            parts.append(chunk)
+    data = b"".join(parts)
+    if verify and data != SSE:
+        raise SystemExit(f"{url}: the body is not the benchmark's rendering")
+    if not data.endswith(b"data: [DONE]\n\n"):
+        raise SystemExit(f"{url}: the stream did not end with [DONE]")
+    t.requests += 1
+    t.events += data.count(b"\n\n")
+    t.bytes += len(data)
+    t.reads += len(parts)
+
+
+async def _stream(args: argparse.Namespace) -> None:
+    url = args.url + "/chat/completions"
+    t = Totals()
+    timeout = ClientTimeout(total=60)
+    async with ClientSession(connector=TCPConnector(limit=args.concurrency), timeout=timeout) as h:
+        warm = Totals()
+        await asyncio.gather(*(_one(h, url, warm, args.verify) for _ in range(args.concurrency)))
+        t0 = time.perf_counter()
+        end = t0 + args.seconds if args.seconds else None
+        left = args.requests
+
+        async def worker() -> None:
+            nonlocal left
+            while True:
+                if end is not None:
+                    if time.perf_counter() >= end:
+                        return
+                elif left <= 0:
+                    return
+                else:
+                    left -= 1
+                await _one(h, url, t, args.verify)
+
+        async def progress() -> None:
+            while True:
+                await asyncio.sleep(args.every)
+                line = {"t": round(time.perf_counter() - t0, 1), "requests": t.requests}
+                print(json.dumps(line), flush=True)
+
+        ticker = asyncio.create_task(progress()) if end is not None else None
+        await asyncio.gather(*(worker() for _ in range(args.concurrency)))
+        t.seconds = time.perf_counter() - t0
+        if ticker is not None:
+            ticker.cancel()
+    print(json.dumps({"totals": asdict(t)}), flush=True)
+
+
+async def _fidelity(args: argparse.Namespace) -> None:
+    stall: list[float] = []
+    async with ClientSession() as http:
+        for _ in range(args.n):
+            seen, t_two = b"", None
+            async with http.post(
+                args.stall_url + "/chat/completions", data=BODY, headers=HEADERS
+            ) as r:
+                async for chunk in r.content.iter_any():
+                    seen += chunk
+                    n = seen.count(b"\n\n")
+                    if t_two is None and n >= 2:
+                        t_two = time.monotonic_ns()
+                        if n > 2:  # the third event came with the second: no stall at all
+                            stall.append(-200.0)
+                            break
+                    elif t_two is not None and n > 2:
+                        stall.append((time.monotonic_ns() - t_two) / 1e6 - 200)
+                        break
+                await r.read()
+        sent: list[tuple[int, int]] = []  # (headers read, retry sent), monotonic ns
+        url = args.retry_url + "/chat/completions"
+        for _ in range(args.pairs):
+            async with http.post(url, data=BODY, headers=HEADERS) as r:
+                t_headers = time.monotonic_ns()
+                await r.read()
+                wait = float(r.headers["Retry-After"])
+            await asyncio.sleep(max(0.0, wait - (time.monotonic_ns() - t_headers) / 1e9))
+            t_sent = time.monotonic_ns()
+            async with http.post(url, data=BODY, headers=HEADERS) as r:
+                await r.read()
+            sent.append((t_headers, t_sent))
+        root, _, sid = args.retry_url.removesuffix("/v1").rpartition("/s/")
+        async with http.get(f"{root}/_control/sessions/{sid}/journal") as r:
+            entries = (await r.json())["entries"][-2 * args.pairs :]
+    client, nominal = [], []
+    for (t_headers, t_sent), a, b in zip(sent, entries[0::2], entries[1::2], strict=True):
+        gap = b["t_arrival_ns"] - a["response"]["t_headers_ns"]
+        client.append((gap - (t_sent - t_headers)) / 1e6)
+        nominal.append(gap / 1e6 - 1000)
+    # Signed errors in ms: a stall longer than 200 ms as the client saw it is positive; a gap in
+    # the journal longer than the client's own (or than 1 s) is positive.
+    out = {"stall": stall, "retry_vs_client": client, "retry_vs_nominal": nominal}
+    print(json.dumps(out), flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="bench/load_client.py")
+    sub = p.add_subparsers(dest="role", required=True)
+    sub.add_parser("bare")
+    s = sub.add_parser("stream")
+    s.add_argument("url")
+    s.add_argument("--concurrency", type=int, default=1)
+    s.add_argument("--requests", type=int, default=100)
+    s.add_argument("--seconds", type=float, default=0.0)
+    s.add_argument("--every", type=float, default=10.0)
+    s.add_argument("--verify", action="store_true")
+    f = sub.add_parser("fidelity")
+    f.add_argument("stall_url")
+    f.add_argument("retry_url")
+    f.add_argument("--n", type=int, default=20)
+    f.add_argument("--pairs", type=int, default=10)
+    args = p.parse_args(argv)
+    role = {"bare": lambda: _bare(), "stream": lambda: _stream(args)}
+    role["fidelity"] = lambda: _fidelity(args)
+    asyncio.run(role[args.role]())
+
+
+if __name__ == "__main__":
+    main()
