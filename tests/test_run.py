@@ -109,6 +109,7 @@ BROKEN = [
     ("successful_usage_only", "str/str-11-usage-in-band-error.yaml", "STR-11"),
     ("fallback_switch", "str/str-12-fallback-off.yaml", "STR-12"),
     ("finish_completes", "str/str-13-finish-without-done.yaml", "STR-13"),
+    ("tool_call_log", "dbg/dbg-03-tool-call-log.yaml", "DBG-03"),
 ]
 
 

@@ -65,3 +65,4 @@ class Behaviours:
     finish_completes: bool = True  # off: a stream without [DONE] failed, finish or not (STR-13)
     fallback_switch: bool = True  # off: stream_fallback: false in the config is ignored (STR-12)
     training_mode_refusal: bool = True  # off: training-data mode repairs history too (CTX-04)
+    tool_call_log: bool = True  # off: no structured record per tool call (DBG-03)

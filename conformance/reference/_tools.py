@@ -203,7 +203,7 @@ class Tools(Requests):
         attempts: int,
         chars: int,
     ) -> None:
-        if self.start.get("debug_dir"):
+        if self.start.get("debug_dir") and self.b.tool_call_log:  # off: a broken copy (DBG-03)
             record = log_record(cid, name, status, duration, attempts, chars, len(output))
             self._out.append(LogToolCall(record))
 
