@@ -59,6 +59,32 @@ def _calls(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+# Words that make a tool name a suggestion rather than an entry of the list (English, Chinese).
+_SUGGEST = re.compile(
+    r"\b(did you mean|closest|similar|perhaps|maybe|suggest\w*|instead|try|you may want)\b"
+    r"|是不是|是否|建议|类似|最接近",
+    re.IGNORECASE,
+)
+_SUGGEST_REACH = 40  # characters before the name a suggestion word may stand
+
+
+def _mentions(name: str, text: str) -> list[int]:
+    """Where ``name`` stands in ``text`` as a whole name (read_file is not in read_file_v2)."""
+    return [m.start() for m in re.finditer(rf"(?<![\w]){re.escape(name)}(?![\w])", text)]
+
+
+def _suggests(close: str, names: list[str], out: str) -> bool:
+    """The closest name is suggested, not merely listed among the others.
+
+    Either a suggestion word stands just before it, or it is named more often than any other
+    tool (once in the list, once more as the suggestion).
+    """
+    at = _mentions(close, out)
+    if any(_SUGGEST.search(out[max(0, i - _SUGGEST_REACH) : i]) for i in at):
+        return True
+    return all(len(at) > len(_mentions(n, out)) for n in names if n != close)
+
+
 @check("TOL-01", final=True)
 def check_tol_01(ev: Evidence) -> Finding:
     """An unknown tool's result says so, lists the tools and suggests the closest name."""
@@ -81,8 +107,13 @@ def check_tol_01(ev: Evidence) -> Finding:
                 return failed(expected, f"result for {name!r} does not name it: {out[:200]!r}")
             if missing:
                 return failed(expected, f"result for {name!r} omits tools {missing}")
-            if close and close[0] not in out:
-                return failed(expected, f"result for {name!r} lacks the suggestion {close[0]!r}")
+            # Listing every tool names the closest one too: the suggestion must stand out.
+            if close and not _suggests(close[0], names, out):
+                return failed(
+                    expected,
+                    f"result for {name!r} lists the tools but does not suggest {close[0]!r}: "
+                    f"{out[:200]!r}",
+                )
     if not judged:
         return not_applicable(expected, "no call to an unknown tool was answered on the wire")
     return passed(expected, f"{judged} unknown-tool result(s) complete")

@@ -76,7 +76,7 @@ def precheck(
         msg = (
             f"Error: tool {name!r} does not exist. Available tools: {', '.join(names) or '(none)'}."
         )
-        if close:
+        if close and b.suggest_closest_tool:
             msg += f" Did you mean {close[0]!r}?"
         return Precheck("unknown", msg)
     parsed = parse_tool_arguments(
