@@ -31,8 +31,9 @@ from fakes.journal import ChatEntry, Entry
 __all__: list[str] = []
 
 # final=True (see registry.py): a wrong result once sent, a call run or repeated that must not
-# be. Left out: TOL-04 and TOL-07 (a stop or a retry that may still come), TOL-09 (a batch's
-# items are counted up to the next request).
+# be, a tool waited for past its limit (TOL-04: its reply is on the wire before anything the
+# agent did next). Left out: TOL-07 (a retry that may still come), TOL-09 (a batch's items are
+# counted up to the next request).
 
 
 def _text(m: dict[str, Any]) -> str:
@@ -269,7 +270,7 @@ def _end_ns(e: Entry) -> int:
     return int(response_of(e).get("t_end_ns") or _ns(e))
 
 
-@check("TOL-04")
+@check("TOL-04", final=True)
 def check_tol_04(ev: Evidence) -> Finding:
     """A tool past the configured limit is abandoned at the limit and reported with it."""
     limit = (ev.scenario.get("config") or {}).get("tool_timeout_s")
@@ -289,25 +290,31 @@ def check_tol_04(ev: Evidence) -> Finding:
             hang = (_end_ns(ex) - _ns(ex)) / 1e9 / ev.time_scale if ex.get("response") else None
             if hang is not None and hang <= limit + ev.slack:
                 continue  # the tool answered within the limit: nothing to stop
-            judged += 1
             where = f"call {call.id!r}"
-            if call.result is None:
-                return failed(expected, f"{where}: no tool result sent back")
             res_entry = by_seq.get(call.result_seq)
             nxt = [_ns(x) for x in call.executions[k + 1 :]] + (
                 [_ns(res_entry)] if res_entry else []
             )
             moved = (min(nxt) - _ns(ex)) / 1e9 / ev.time_scale if nxt else None
-            if moved is None:
-                return failed(expected, f"{where}: nothing followed the tool call")
-            if hang is not None and moved >= hang:
+            # Waiting or moving too early is on the wire once it happened (final on a run cut
+            # short): the tool's reply came before anything the agent did next, or the agent
+            # moved before the limit.
+            if hang is not None and (moved is None or moved >= hang):
                 return failed(
                     expected, f"{where}: the agent waited for the tool's own reply ({hang:.2f} s)"
                 )
-            if moved < limit - ev.slack:
+            if moved is not None and moved < limit - ev.slack:
                 return failed(
                     expected, f"{where}: abandoned after {moved:.2f} s, before the {limit} s limit"
                 )
+            if moved is None or call.result is None:
+                if not turn_over(ev):
+                    break  # the stop and the result may still come
+                judged += 1
+                if moved is None:
+                    return failed(expected, f"{where}: nothing followed the tool call")
+                return failed(expected, f"{where}: no tool result sent back")
+            judged += 1
             low = call.result.lower()
             if not any(w in low for w in _TIMEOUT_WORDS):
                 return failed(
