@@ -46,7 +46,7 @@ class Behaviours:
     redact_own_key: bool = True  # off: the key a server echoes reaches events, logs, dumps (DBG-02)
     # The tool layer's broken copies (off = a classic tool-layer bug).
     reject_unknown_tools: bool = True  # off: an unknown tool's call goes to the tool host (TOL-01)
-    suggest_closest_tool: bool = True  # off: the unknown-tool error lists tools, suggests none
+    suggest_closest_tool: bool = True  # off: the unknown-tool error suggests no name (TOL-01)
     validate_arguments: bool = True  # off: arguments run unchecked against the schema (TOL-02)
     capture_tool_errors: bool = True  # off: a tool's execution error ends the turn (TOL-03)
     tool_time_limit: bool = True  # off: a tool is waited for however long it runs (TOL-04)
