@@ -165,6 +165,10 @@ class Evidence:
     # taken off and the slack widened by the spread.
     overhead_s: float = 0.0
     overhead_spread_s: float = 0.0
+    # When the agent had stopped (its turn over, or the run cut at its deadline), on the
+    # journal's monotonic clock: how long a silence lasted that no request ended. None when
+    # unknown (evidence built by hand).
+    stopped_ns: int | None = None
     # The journal as recorded (what was on the wire); ``journal`` is its chat-completions view.
     raw_journal: Journal = field(init=False, repr=False)
 
@@ -224,6 +228,12 @@ class Evidence:
             if t is not None:
                 return int(t)
         return int(entry.get("t_arrival_ns", 0))
+
+    def silence_after(self, entry: Entry) -> float | None:
+        """Nominal seconds from ``entry``'s end until the agent stopped (None when unknown)."""
+        if self.stopped_ns is None:
+            return None
+        return max(0.0, (self.stopped_ns - self.end_ns(entry)) / 1e9 / self.time_scale)
 
     def gap(self, before: Entry, after: Entry) -> float:
         """Nominal seconds from the end of ``before``'s response to ``after``'s arrival (less a

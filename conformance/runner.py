@@ -227,6 +227,7 @@ def run_scenario(
                 f" (the agent does not declare {speaks}, so it is not run in the {dialect} dialect)"
             )
         outcome = RunOutcome("unsupported", [], None, "", why)
+        stopped_ns = time.monotonic_ns()
         journal: Journal = {
             "session": "",
             "scenario": scenario.id,
@@ -264,6 +265,7 @@ def run_scenario(
             try:
                 outcome = adapter.run(req)
             finally:
+                stopped_ns = time.monotonic_ns()  # the agent has stopped, or was stopped
                 done.set()
                 if watcher:
                     watcher.join(1)
@@ -292,6 +294,7 @@ def run_scenario(
         timing=timing,
         overhead_s=over_s,
         overhead_spread_s=spread_s,
+        stopped_ns=stopped_ns,
     )
     verdicts: dict[str, dict] = {}
     for cid in criteria:

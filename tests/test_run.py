@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conformance.adapters.reference import ReferenceAdapter
+from conformance.catalogue import by_id
 from conformance.cli import main
 from conformance.reference import Behaviours
 from conformance.runner import run_scenario
@@ -84,6 +85,31 @@ BROKEN = [
     ("fallback_after_first_cut", "str/str-07-cut-after-role-chunk.yaml", "STR-07"),
     ("strict_truncated_json", "tjs/tjs-04-dangling-key.yaml", "TJS-04"),
     ("redact_own_key", "dbg/dbg-02-echoed-key.yaml", "DBG-02"),
+    ("final_client_errors", "rty/rty-07-status-404.yaml", "RTY-07"),
+    ("final_client_errors", "rty/rty-07-status-400.yaml", "RTY-07"),
+    ("aux_single_attempt", "rty/rty-09-background-title-429.yaml", "RTY-09"),
+    # Asleep on the hour: the run is cut at its deadline, and the silence already decides.
+    ("bound_retry_after", "rty/rty-14-retry-after-one-hour.yaml", "RTY-14"),
+    ("should_retry_header", "rty/rty-15-should-retry-true-400.yaml", "RTY-15"),
+    ("should_retry_header", "rty/rty-15-should-retry-false-503.yaml", "RTY-15"),
+    ("fallback_on_overload_only", "mfb/mfb-02-404-model-not-found.yaml", "MFB-02"),
+    ("fallback_on_overload_only", "mfb/mfb-02-403-model-access.yaml", "MFB-02"),
+    ("overloads_before_fallback", "mfb/mfb-03-single-529.yaml", "MFB-03"),
+    ("strip_private_on_fallback", "mfb/mfb-04-signature-stripped.yaml", "MFB-04"),
+    ("drop_empty_turns", "rsn/rsn-03-empty-length-reply.yaml", "RSN-03"),
+    ("drop_empty_turns", "rsn/rsn-03-empty-assistant-in-history.yaml", "RSN-03"),
+    ("debug_dump", "dbg/dbg-01-http-400-dump.yaml", "DBG-01"),
+    ("hide_continuation", "trn/trn-01-length-continuation.yaml", "TRN-02"),
+    ("tool_calls_reset_count", "trn/trn-05-reset-after-two.yaml", "TRN-05"),
+    ("free_tool_truncation", "trn/trn-06-tool-truncation-after-three.yaml", "TRN-06"),
+    ("keep_partial_output", "trn/trn-08-cut-text-kept.yaml", "TRN-08"),
+    ("one_compaction_per_turn", "ctx/ctx-02-second-overflow.yaml", "CTX-02"),
+    ("training_mode_refusal", "ctx/ctx-04-training-mode-refuses.yaml", "CTX-04"),
+    ("hook_block_final", "ctl/ctl-02-stop-hook-block.yaml", "CTL-02"),
+    ("successful_usage_only", "str/str-11-usage-in-band-error.yaml", "STR-11"),
+    ("fallback_switch", "str/str-12-fallback-off.yaml", "STR-12"),
+    ("finish_completes", "str/str-13-finish-without-done.yaml", "STR-13"),
+    ("tool_call_log", "dbg/dbg-03-tool-call-log.yaml", "DBG-03"),
     # The tool layer: each copy has one classic bug of its own.
     ("reject_unknown_tools", "tol/tol-01-unknown-tool.yaml", "TOL-01"),
     # Listing every tool names the closest too: only a suggestion passes TOL-01.
@@ -111,7 +137,9 @@ def test_broken_copy_fails_its_criterion(gateway, switch, scenario, criterion):
     assert healthy[criterion]["verdict"] == "PASS", healthy[criterion]
     broken = ReferenceAdapter(Behaviours(**{switch: False}))
     _, verdicts = run_scenario(gateway, broken, sc, time_scale=scale)
-    assert verdicts[criterion]["verdict"] == "FAIL", verdicts[criterion]
+    # A MUST broken is a FAIL; a SHOULD or MAY, NON-STRICT.
+    failing = "FAIL" if by_id(criterion).level == "MUST" else "NON-STRICT"
+    assert verdicts[criterion]["verdict"] == failing, verdicts[criterion]
 
 
 def test_a_copy_that_exits_89_after_its_turn_is_an_error_not_unsupported(gateway):

@@ -223,7 +223,16 @@ def check_rty_14(ev: Evidence) -> Finding:
             judged.append(f"asked {s:g}s, retried after {seconds(wait)}")
             continue
         if not ev.errors() and not turn_over(ev):
-            continue  # neither the retry nor the error has come yet
+            # Neither the retry nor the error has come yet: a FAIL only once the silence has
+            # outlasted the bound (a run cut at its deadline; a retry after it is too late).
+            silent = ev.silence_after(e)
+            if silent is not None and silent > excessive_bound(ev, s) + ev.late_slack:
+                return failed(
+                    expected,
+                    f"asked {s:g}s via {asked[1]} at seq {e.get('seq')}: still silent "
+                    f"{seconds(silent)} later, neither retried nor an error shown",
+                )
+            continue
         if not ev.errors():
             ends = [t.get("reason") for t in ev.turn_ends()]
             return failed(

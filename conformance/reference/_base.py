@@ -127,6 +127,8 @@ class CoreBase:
         self._stream = True
         self._retries = 0
         self._empties = 0
+        self._aux_resends = 0  # a broken copy's resent background requests (RTY-09)
+        self._hook_reruns = 0  # a broken copy's turns rerun after a stop hook's block (CTL-02)
         self._fallback_why: str | None = None  # set once the non-streaming fallback is taken
         self._pending_error: tuple[str, str] | None = None  # shown if compaction fails
         self._calls: list[dict[str, Any]] = []  # tool calls of the reply still to run

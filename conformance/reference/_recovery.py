@@ -67,18 +67,20 @@ class StepFailure:
 def switch_model(core: Requests, f: AttemptFailure) -> Phase | None:
     """Three overloads in a row: the fallback model (private fields stripped), a fresh budget."""
     fb = core.config.get("fallback_model")
-    if not (
-        core.b.model_fallback
-        and fb
-        and core.model != fb
-        and core.overloads >= OVERLOADS_BEFORE_FALLBACK
-    ):
+    # Broken copies: switch on the first overload (MFB-03), or on a missing or forbidden
+    # model too (MFB-02).
+    needed = OVERLOADS_BEFORE_FALLBACK if core.b.overloads_before_fallback else 1
+    due = core.overloads >= needed or (
+        not core.b.fallback_on_overload_only and f.status in (403, 404)
+    )
+    if not (core.b.model_fallback and fb and core.model != fb and due):
         return None
     core.model, core.overloads, core._retries = str(fb), 0, 0
+    messages = core._body["messages"]
     core._body = {
         **core._body,
         "model": core.model,
-        "messages": strip_private(core._body["messages"]),
+        "messages": strip_private(messages) if core.b.strip_private_on_fallback else messages,
     }
     return core._send()
 
@@ -132,6 +134,9 @@ def retry_or_surface(core: Requests, f: AttemptFailure) -> Phase:
         cap=core.b.backoff_cap,
         jitter=core.b.jitter,
         full_base=core.b.backoff_base,
+        final_4xx=core.b.final_client_errors,
+        bound_retry_after=core.b.bound_retry_after,
+        honour_should_retry=core.b.should_retry_header,
         max_retries=core._max_retries(),
     )
     allowed = d.retry
@@ -183,7 +188,7 @@ def compact_once(core: Requests, f: StepFailure) -> Phase | None:
     if not (
         f.kind == "prompt_too_long"
         and core.b.context_recovery
-        and not core._compacted
+        and (not core._compacted or not core.b.one_compaction_per_turn)
         and (core.compaction_failures < MAX_COMPACTION_FAILURES or not core.b.compaction_breaker)
     ):
         return None

@@ -49,6 +49,8 @@ class Replies(Tools):
     def _on_body_ended(self, event: BodyEnded) -> Phase:
         attempt = self._chat_attempt()
         if attempt.status == 200 and attempt.stream:
+            if not self.b.finish_completes:  # a broken copy: only [DONE] completes (STR-13)
+                return self._stream_failed("stream ended without [DONE]")
             return self._stream_complete(attempt, cancel=False)
         self._close_attempt()
         if attempt.status != 200:
@@ -141,7 +143,7 @@ class Replies(Tools):
         STR-13: completion is judged by the finish marker, so a break after ``finish_reason``
         and before ``[DONE]`` ends a complete reply; before it, the attempt failed.
         """
-        if attempt.reply.finish_reason is not None:
+        if attempt.reply.finish_reason is not None and self.b.finish_completes:
             return self._stream_complete(attempt, cancel=True)
         return self._stream_failed(why)
 
@@ -155,6 +157,10 @@ class Replies(Tools):
     def _stream_failed(self, why: str) -> Phase:
         """The streaming body failed after the headers: withdraw, then fall back or surface."""
         attempt = self._close_attempt(cancel=True)
+        if not self.b.successful_usage_only and attempt.reply.usage:
+            # Broken copy: the failed attempt's usage is counted too (STR-11).
+            for k in self.usage:
+                self.usage[k] += as_int(attempt.reply.usage.get(k))
         if not self.b.discard_failed_tool_calls:
             # Broken copy: what the failed stream parsed is run (cut JSON repaired where it can
             # be), unawaited; recovery then goes on as usual. The raw argument text goes as
@@ -217,13 +223,20 @@ class Replies(Tools):
                 return self._done(reply)
             if not self.counter.on_truncation(has_tool_calls=False) and self.b.bound_continuations:
                 return self._error("output_limit", OUTPUT_LIMIT_ERROR)
-            self._append(reply)
+            if self.b.keep_partial_output:  # off, a broken copy: the cut reply is dropped (TRN-08)
+                self._append(reply)
             self._add_notes()
             self._continue()
             return self._next_step()
         if not reply.tool_calls:
             return self._done(reply)
-        self.counter.on_tool_calls()
+        # Broken copy (free_tool_truncation off): a truncated reply with tool calls is counted
+        # like any other, and the turn gives up on it once the count is spent (TRN-06).
+        spent = truncated and not self.b.free_tool_truncation
+        if spent and not self.counter.on_truncation(has_tool_calls=False):
+            return self._error("output_limit", OUTPUT_LIMIT_ERROR)
+        if self.b.tool_calls_reset_count:  # off, a broken copy: the count runs on (TRN-05)
+            self.counter.on_tool_calls()
         self._append(reply)
         self._calls = list(reply.tool_calls)
         self._truncated = truncated

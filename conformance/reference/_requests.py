@@ -84,7 +84,9 @@ class Requests(CoreBase):
         self._arm_request_timer()
 
     def _fallback_allowed(self) -> bool:
-        return self.b.stream_fallback and self.config.get("stream_fallback", True) is not False
+        switched_off = self.config.get("stream_fallback", True) is False
+        # A broken copy (fallback_switch off) ignores the configured switch (STR-12).
+        return self.b.stream_fallback and not (switched_off and self.b.fallback_switch)
 
     # ---- a chat attempt before its body --------------------------------------------------
     def _on_connect_failed(self, event: ConnectFailed) -> Phase:
@@ -166,8 +168,8 @@ class Requests(CoreBase):
 
     def _dump(self, payload: dict[str, Any], error: str) -> None:
         """Decide on a debug dump of a rejected request; the driver writes and redacts it."""
-        if not self.start.get("debug_dir"):
-            return
+        if not self.start.get("debug_dir") or not self.b.debug_dump:
+            return  # no directory given; or a broken copy that never dumps (DBG-01)
         self._dumps += 1
         record = {
             "messages": payload.get("messages"),
@@ -192,8 +194,17 @@ class Requests(CoreBase):
 
     def _on_title(self, event: Event) -> Phase:
         # One attempt, never retried (RTY-09): its outcome does not matter to the turn.
+        attempt = self._attempt
+        assert attempt is not None
         finished, _ = self._aux_result(event)
-        return self._next_step() if finished else Phase.TITLE
+        if not finished:
+            return Phase.TITLE
+        if not self.b.aux_single_attempt and attempt.status in (429, 529) and self._aux_resends < 3:
+            # Broken copy: the background request is retried like the turn's own (RTY-09).
+            self._aux_resends += 1
+            self._send_aux("title", attempt.body)
+            return Phase.TITLE
+        return self._next_step()
 
     def _on_compaction(self, event: Event) -> Phase:
         finished, text = self._aux_result(event)

@@ -49,7 +49,7 @@ class Tools(Requests):
     def _continue(self) -> None:
         """The hidden continuation message: sent on the wire, shown as meta (TRN-01, TRN-02)."""
         self.messages.append({"role": "user", "content": CONTINUATION_TEXT})
-        self._show_message("user", CONTINUATION_TEXT, meta=True)
+        self._show_message("user", CONTINUATION_TEXT, meta=self.b.hide_continuation)
 
     def _append(self, r: Reply) -> None:
         wire = assistant_to_wire(
@@ -57,6 +57,9 @@ class Tools(Requests):
         )
         if wire is not None:
             self.messages.append(wire)
+        elif not self.b.drop_empty_turns:
+            # Broken copy: the empty turn goes back into history as it came (RSN-03).
+            self.messages.append({"role": "assistant", "content": ""})
 
     def _done(self, reply: Reply) -> Phase:
         self._append(reply)
@@ -208,7 +211,7 @@ class Tools(Requests):
         attempts: int,
         chars: int,
     ) -> None:
-        if self.start.get("debug_dir"):
+        if self.start.get("debug_dir") and self.b.tool_call_log:  # off: a broken copy (DBG-03)
             record = log_record(cid, name, status, duration, attempts, chars, len(output))
             self._out.append(LogToolCall(record))
 

@@ -111,9 +111,9 @@ TRANSITIONS: Mapping[tuple[Phase, Key], Transition] = {
     (_P.START, Begin): _to("_on_begin", _P.TITLE, _P.REQUEST, _P.DONE),
     # The background title request: one attempt, never retried (RTY-09), then the first step.
     (_P.TITLE, HeadersReceived): _to("_on_title", _P.TITLE),
-    (_P.TITLE, ConnectFailed): _to("_on_title", _P.REQUEST, _P.DONE),
-    (_P.TITLE, BodyEnded): _to("_on_title", _P.REQUEST, _P.DONE),
-    (_P.TITLE, BodyFailed): _to("_on_title", _P.REQUEST, _P.DONE),
+    (_P.TITLE, ConnectFailed): _to("_on_title", _P.TITLE, _P.REQUEST, _P.DONE),
+    (_P.TITLE, BodyEnded): _to("_on_title", _P.TITLE, _P.REQUEST, _P.DONE),
+    (_P.TITLE, BodyFailed): _to("_on_title", _P.TITLE, _P.REQUEST, _P.DONE),
     (_P.TITLE, Timer.REQUEST): _to("_on_request_timeout", _P.REQUEST, _P.DONE),
     # A chat attempt before its headers.
     (_P.REQUEST, ConnectFailed): _to("_on_connect_failed", *_FAILED),
@@ -131,7 +131,7 @@ TRANSITIONS: Mapping[tuple[Phase, Key], Transition] = {
     (_P.COMPACT, BodyEnded): _to("_on_compaction", _P.REQUEST, _P.DONE),
     (_P.COMPACT, BodyFailed): _to("_on_compaction", _P.REQUEST, _P.DONE),
     (_P.COMPACT, Timer.REQUEST): _to("_on_request_timeout", _P.REQUEST, _P.DONE),
-    (_P.STOP_HOOK, StopHookDone): _to("_on_stop_hook", _P.DONE),
+    (_P.STOP_HOOK, StopHookDone): _to("_on_stop_hook", _P.DONE, *_STEP),
     # A foreground tool call finishing leads on; a background one leaves the phase as it is.
     (_P.TOOLS, ToolOutcome): _to("_on_tool_outcome", *_TOOL_DONE),
     (_P.TOOLS, Timer.TOOL): _to("_on_tool_timer", *_TOOL_DONE),

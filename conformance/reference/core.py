@@ -250,7 +250,8 @@ class TurnCore(Replies):
         messages = list(self.start.get("history") or [])
         if self.b.history_repair:
             repaired, added = repair_history(messages)
-            if added and self.config.get("training_data_mode"):
+            # A broken copy (training_mode_refusal off) repairs in training-data mode (CTX-04).
+            if added and self.config.get("training_data_mode") and self.b.training_mode_refusal:
                 # Fabricated results would poison training data: refuse instead of repairing.
                 return self._error(
                     "bad_request",
@@ -258,7 +259,8 @@ class TurnCore(Replies):
                     "refuses to add placeholder results.",
                 )
             messages = repaired
-        messages = sanitize_history(messages, preserve_reasoning=self.b.reasoning_preservation)
+        if self.b.drop_empty_turns:  # off, a broken copy: history goes out as given (RSN-03)
+            messages = sanitize_history(messages, preserve_reasoning=self.b.reasoning_preservation)
         messages.append({"role": "user", "content": self.start.get("prompt", "")})
         self.messages = messages
         if self.config.get("background_title"):
@@ -273,6 +275,11 @@ class TurnCore(Replies):
     def _on_stop_hook(self, event: StopHookDone) -> Phase:
         if event.blocked is not None:
             self._show_message("system", f"Stop hook blocked: {event.blocked}")
+            if not self.b.hook_block_final and self._hook_reruns < 2:
+                # Broken copy: the block is fed back and the turn run again (CTL-02).
+                self._hook_reruns += 1
+                self.messages.append({"role": "user", "content": f"Stop hook: {event.blocked}"})
+                return self._next_step()
         return self._end("completed")
 
     def _on_abort(self, event: Aborted) -> Phase:

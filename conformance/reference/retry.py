@@ -216,6 +216,8 @@ def decide(
     cap: bool = True,
     jitter: bool = True,
     full_base: bool = True,
+    final_4xx: bool = True,
+    bound_retry_after: bool = True,
 ) -> RetryDecision:
     """Decide whether the failed attempt is retried and after what delay (seconds, unscaled).
 
@@ -224,8 +226,9 @@ def decide(
     (``honour_retry_after``, ``honour_should_retry``, ``backoff``, ``cap``, ``jitter``,
     ``full_base``) exist so a deliberately broken agent can be built; ``backoff=False`` retries
     immediately, ``cap=False`` lets the backoff grow past 32 s, ``jitter=False`` waits the
-    nominal delay exactly, ``full_base=False`` starts the backoff at half the base (0.25 s).
-    ``max_retries=None`` never gives up.
+    nominal delay exactly, ``full_base=False`` starts the backoff at half the base (0.25 s),
+    ``final_4xx=False`` retries 400/401/403/404/422 like a 5xx, ``bound_retry_after=False``
+    sleeps on any Retry-After however long. ``max_retries=None`` never gives up.
     """
     if retries_done < 0:
         raise ValueError(f"retries_done must be >= 0, got {retries_done}")
@@ -234,14 +237,15 @@ def decide(
     forced = should_retry_header(headers) if honour_should_retry else None
     if forced is False:
         return RetryDecision(False, None, kind, f"{what}: server sent x-should-retry: false")
-    if forced is None and not _retryable(status):
+    retryable = _retryable(status) or (not final_4xx and status in NON_RETRYABLE_STATUSES)
+    if forced is None and not retryable:
         return RetryDecision(False, None, kind, f"{what} is not retryable")
     n = retries_done + 1
     if max_retries is not None and n > max_retries:
         return RetryDecision(False, None, kind, f"{what} after {retries_done} retries")
     asked = parse_retry_after(headers, now) if honour_retry_after else None
     if asked is not None:
-        if asked > MAX_RETRY_AFTER_S:
+        if asked > MAX_RETRY_AFTER_S and bound_retry_after:
             return RetryDecision(
                 False,
                 None,

@@ -505,6 +505,18 @@ def test_rty_14_fail_silently_stuck() -> None:
     assert rty_cases.check_rty_14(j.evidence()).outcome != "fail"  # still waiting, within the bound
 
 
+def test_rty_14_fail_still_asleep_when_the_run_stops_past_the_bound() -> None:
+    # A run cut at its deadline: no retry, no error, no turn end; the silence since the 429 is
+    # what decides (the agent is asleep on the hour), once it has outlasted the bound.
+    j = Journal()
+    e = j.chat(429, headers={"Retry-After": "3600"})
+    end = int(e["response"]["t_end_ns"])
+    at = lambda nominal_s: end + int(nominal_s * j.scale * 1e9)  # noqa: E731
+    f = rty_cases.check_rty_14(j.evidence(stopped_ns=at(330)))
+    assert f.outcome == "fail" and "still silent" in f.observed
+    assert rty_cases.check_rty_14(j.evidence(stopped_ns=at(200))).outcome != "fail"
+
+
 def test_rty_14_not_applicable_short_wait() -> None:
     j = Journal()
     j.chat(429, headers={"Retry-After": "2"})
