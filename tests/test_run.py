@@ -110,6 +110,19 @@ BROKEN = [
     ("fallback_switch", "str/str-12-fallback-off.yaml", "STR-12"),
     ("finish_completes", "str/str-13-finish-without-done.yaml", "STR-13"),
     ("tool_call_log", "dbg/dbg-03-tool-call-log.yaml", "DBG-03"),
+    # The tool layer: each copy has one classic bug of its own.
+    ("reject_unknown_tools", "tol/tol-01-unknown-tool.yaml", "TOL-01"),
+    # Listing every tool names the closest too: only a suggestion passes TOL-01.
+    ("suggest_closest_tool", "tol/tol-01-unknown-tool.yaml", "TOL-01"),
+    ("validate_arguments", "tol/tol-02-wrong-type.yaml", "TOL-02"),
+    ("capture_tool_errors", "tol/tol-03-tool-raises.yaml", "TOL-03"),
+    ("tool_time_limit", "tol/tol-04-tool-timeout.yaml", "TOL-04"),
+    ("keep_tool_errors_local", "tol/tol-08-failures-not-resent.yaml", "TOL-08"),
+    ("recover_truncated_arguments", "tjs/tjs-02-missing-brace.yaml", "TJS-02"),
+    ("refuse_unclosed_array", "tjs/tjs-03-unclosed-array.yaml", "TJS-03"),
+    ("cap_tool_output", "fmt/fmt-01-large-output-cut.yaml", "FMT-01"),
+    ("verbatim_tool_output", "fmt/fmt-03-short-output-verbatim.yaml", "FMT-03"),
+    ("tool_call_cap", "lop/lop-03-cap-sequential.yaml", "LOP-03"),
 ]
 
 
@@ -360,6 +373,13 @@ BROKEN_NON_STRICT = [
     ("context_recovery", "ctx/ctx-01-prompt-too-long.yaml", "CTX-01"),
     # STR-14 is a SHOULD: streaming resends before the fallback miss it.
     ("fallback_after_first_cut", "str/str-14-malformed-event.yaml", "STR-14"),
+    ("final_denials", "tol/tol-05-permission-denied.yaml", "TOL-05"),
+    ("retry_transient_tools", "tol/tol-07-transient-then-ok.yaml", "TOL-07"),
+    ("report_skipped_items", "tol/tol-09-batch-partial.yaml", "TOL-09"),
+    ("hint_only_on_length", "tjs/tjs-05-malformed-no-truncation.yaml", "TJS-05"),
+    ("decode_string_arguments", "tjs/tjs-06-field-as-string.yaml", "TJS-06"),
+    ("keep_output_tail", "fmt/fmt-01-large-output-cut.yaml", "FMT-02"),
+    ("block_ignored_tool", "lop/lop-02-reminder-ignored.yaml", "LOP-02"),
 ]
 
 

@@ -31,8 +31,9 @@ from fakes.journal import ChatEntry, Entry
 __all__: list[str] = []
 
 # final=True (see registry.py): a wrong result once sent, a call run or repeated that must not
-# be. Left out: TOL-04 and TOL-07 (a stop or a retry that may still come), TOL-09 (a batch's
-# items are counted up to the next request).
+# be, a tool waited for past its limit (TOL-04: its reply is on the wire before anything the
+# agent did next). Left out: TOL-07 (a retry that may still come), TOL-09 (a batch's items are
+# counted up to the next request).
 
 
 def _text(m: dict[str, Any]) -> str:
@@ -59,6 +60,32 @@ def _calls(body: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+# Words that make a tool name a suggestion rather than an entry of the list (English, Chinese).
+_SUGGEST = re.compile(
+    r"\b(did you mean|closest|similar|perhaps|maybe|suggest\w*|instead|try|you may want)\b"
+    r"|是不是|是否|建议|类似|最接近",
+    re.IGNORECASE,
+)
+_SUGGEST_REACH = 40  # characters before the name a suggestion word may stand
+
+
+def _mentions(name: str, text: str) -> list[int]:
+    """Where ``name`` stands in ``text`` as a whole name (read_file is not in read_file_v2)."""
+    return [m.start() for m in re.finditer(rf"(?<![\w]){re.escape(name)}(?![\w])", text)]
+
+
+def _suggests(close: str, names: list[str], out: str) -> bool:
+    """The closest name is suggested, not merely listed among the others.
+
+    Either a suggestion word stands just before it, or it is named more often than any other
+    tool (once in the list, once more as the suggestion).
+    """
+    at = _mentions(close, out)
+    if any(_SUGGEST.search(out[max(0, i - _SUGGEST_REACH) : i]) for i in at):
+        return True
+    return all(len(at) > len(_mentions(n, out)) for n in names if n != close)
+
+
 @check("TOL-01", final=True)
 def check_tol_01(ev: Evidence) -> Finding:
     """An unknown tool's result says so, lists the tools and suggests the closest name."""
@@ -81,8 +108,13 @@ def check_tol_01(ev: Evidence) -> Finding:
                 return failed(expected, f"result for {name!r} does not name it: {out[:200]!r}")
             if missing:
                 return failed(expected, f"result for {name!r} omits tools {missing}")
-            if close and close[0] not in out:
-                return failed(expected, f"result for {name!r} lacks the suggestion {close[0]!r}")
+            # Listing every tool names the closest one too: the suggestion must stand out.
+            if close and not _suggests(close[0], names, out):
+                return failed(
+                    expected,
+                    f"result for {name!r} lists the tools but does not suggest {close[0]!r}: "
+                    f"{out[:200]!r}",
+                )
     if not judged:
         return not_applicable(expected, "no call to an unknown tool was answered on the wire")
     return passed(expected, f"{judged} unknown-tool result(s) complete")
@@ -238,7 +270,7 @@ def _end_ns(e: Entry) -> int:
     return int(response_of(e).get("t_end_ns") or _ns(e))
 
 
-@check("TOL-04")
+@check("TOL-04", final=True)
 def check_tol_04(ev: Evidence) -> Finding:
     """A tool past the configured limit is abandoned at the limit and reported with it."""
     limit = (ev.scenario.get("config") or {}).get("tool_timeout_s")
@@ -258,25 +290,31 @@ def check_tol_04(ev: Evidence) -> Finding:
             hang = (_end_ns(ex) - _ns(ex)) / 1e9 / ev.time_scale if ex.get("response") else None
             if hang is not None and hang <= limit + ev.slack:
                 continue  # the tool answered within the limit: nothing to stop
-            judged += 1
             where = f"call {call.id!r}"
-            if call.result is None:
-                return failed(expected, f"{where}: no tool result sent back")
             res_entry = by_seq.get(call.result_seq)
             nxt = [_ns(x) for x in call.executions[k + 1 :]] + (
                 [_ns(res_entry)] if res_entry else []
             )
             moved = (min(nxt) - _ns(ex)) / 1e9 / ev.time_scale if nxt else None
-            if moved is None:
-                return failed(expected, f"{where}: nothing followed the tool call")
-            if hang is not None and moved >= hang:
+            # Waiting or moving too early is on the wire once it happened (final on a run cut
+            # short): the tool's reply came before anything the agent did next, or the agent
+            # moved before the limit.
+            if hang is not None and (moved is None or moved >= hang):
                 return failed(
                     expected, f"{where}: the agent waited for the tool's own reply ({hang:.2f} s)"
                 )
-            if moved < limit - ev.slack:
+            if moved is not None and moved < limit - ev.slack:
                 return failed(
                     expected, f"{where}: abandoned after {moved:.2f} s, before the {limit} s limit"
                 )
+            if moved is None or call.result is None:
+                if not turn_over(ev):
+                    break  # the stop and the result may still come
+                judged += 1
+                if moved is None:
+                    return failed(expected, f"{where}: nothing followed the tool call")
+                return failed(expected, f"{where}: no tool result sent back")
+            judged += 1
             low = call.result.lower()
             if not any(w in low for w in _TIMEOUT_WORDS):
                 return failed(

@@ -108,7 +108,7 @@ class CoreBase:
         self.now = 0.0  # monotonic time of the latest event, as the driver passed it
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.messages: list[dict[str, Any]] = []
-        self.loops = LoopDetector()
+        self.loops = LoopDetector(block_ignored=behaviours.block_ignored_tool)
         self.counter = TruncationCounter()
         self.user_limit = self.config.get("max_output_tokens")
         self.max_tokens = int(self.user_limit or DEFAULT_MAX_TOKENS)

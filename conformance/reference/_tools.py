@@ -75,7 +75,7 @@ class Tools(Requests):
                 # TRN-03: tools first, then the continuation, last; the count is not used.
                 self._continue()
             return self._next_step()
-        if self.calls_left <= 0:
+        if self.calls_left <= 0 and self.b.tool_call_cap:
             return self._error("bad_request", "Too many tool calls in this turn; stopping.")
         self.calls_left -= 1
         call = self._calls[0]
@@ -107,6 +107,7 @@ class Tools(Requests):
             truncated=self._truncated,
             schemas=self._schemas,
             strict=self.b.strict_truncated_json,
+            b=self.b,
         )
         if pre.parsed is None:
             # Unknown tool or invalid arguments: decided here, nothing is executed (TOL-01, TJS-*).
@@ -118,7 +119,8 @@ class Tools(Requests):
         call = ToolCall(cid, name, args, pre.parsed.warning, chars, self.now, background)
         self._tool_calls[cid] = call
         self._out.append(RunTool(cid, name, args, 1))
-        if name != BATCH_TOOL:  # a batch is bounded item by item by its runner
+        # A batch is bounded item by item by its runner.
+        if name != BATCH_TOOL and self.b.tool_time_limit:
             call.limit_timer = self._tool_timer(call, self.tool_timeout_s, "tool_limit")
         return None
 
@@ -142,8 +144,10 @@ class Tools(Requests):
         name, attempts = call.name, call.attempts
         if event.kind == "final":  # a batch, finished by its runner
             return self._finish_tool(call, event.error_type or "error", event.text, 1, capped=True)
+        if event.kind == "denied" and not self.b.final_denials:
+            event = ToolOutcome(event.call_id, "transient", event.text, event.error_type)
         if event.kind == "transient":
-            if call.attempts <= RETRIES:
+            if call.attempts <= RETRIES and self.b.retry_transient_tools:
                 call.retry_timer = self._tool_timer(call, backoff_s(call.attempts), "tool_retry")
                 return self.phase
             status, output = "error", unavailable_text(name, event.text)
@@ -155,6 +159,10 @@ class Tools(Requests):
             status, output = "error", error_text(name, event.error_type, event.text)
             if event.error_type == "unconfigured":
                 attempts = 0  # nothing could be attempted
+            elif not self.b.capture_tool_errors:
+                # Broken copy: the tool's exception escapes the loop and ends the turn.
+                self._drop_tool(call)
+                return self._error("bad_request", f"Tool {name!r} raised: {event.text}")
         return self._finish_tool(call, status, output, attempts)
 
     def _on_tool_timer(self, event: TimerFired) -> Phase:
@@ -179,7 +187,7 @@ class Tools(Requests):
         """The call is over; a foreground call's result leads on, a background one's does not."""
         self._drop_tool(call)
         if not capped:
-            output = final_output(output, call.warning)
+            output = final_output(output, call.warning, b=self.b)
         self._log_tool(
             call.call_id,
             call.name,
@@ -211,6 +219,12 @@ class Tools(Requests):
         """A foreground call's result: shown, added to the history, checked for loops."""
         call = self._calls.pop(0)
         self._running = None
+        if status in ("error", "timeout", "denied") and not self.b.keep_tool_errors_local:
+            # Broken copy: the failure reaches the request retry, which resends the request
+            # that asked for the tool, as if the chat request itself had failed.
+            self._calls, self._reminders = [], []
+            self.messages = list(self._body.get("messages") or [])
+            return self._send()
         self._out.append(ShowToolResult(cid, name, status, output))
         self.messages.append({"role": "tool", "tool_call_id": cid, "content": output})
         if self.b.loop_detection:

@@ -197,6 +197,7 @@ class _Driver:
             timeout_s=float(config.get("tool_timeout_s") or 120),
             session=session,
             ssl=ssl,
+            report_skipped=behaviours.report_skipped_items,
         )
         self.core = TurnCore(
             start, behaviours=behaviours, rand=rng.random, tools=self.tools.specs_for_request(set())

@@ -49,7 +49,9 @@ class LoopDetector:
         threshold: int = 3,
         block_requests: int = 3,
         text_repeats: int = 3,
+        block_ignored: bool = True,
     ) -> None:
+        """``block_ignored=False`` is a broken copy: an ignored reminder only repeats (LOP-02)."""
         if window < threshold or threshold < 2 or block_requests < 1 or text_repeats < 2:
             raise ValueError(
                 "LoopDetector: need window >= threshold >= 2, block_requests >= 1, text_repeats >= 2"
@@ -58,6 +60,7 @@ class LoopDetector:
         self._threshold = threshold
         self._block_requests = block_requests
         self._text_repeats = text_repeats
+        self._block_ignored = block_ignored
         self._calls: deque[_Call] = deque(maxlen=max(window, 4))
         self._warned: str | None = None  # fingerprint a reminder was issued for
         self._blocked: dict[str, int] = {}  # tool name -> requests left
@@ -71,7 +74,7 @@ class LoopDetector:
         self._last_text, self._text_count = None, 0  # a tool call breaks a text streak
         warned, self._warned = self._warned, None
         self._calls.append(_Call(name, key, failed))
-        if warned == key:
+        if warned == key and self._block_ignored:
             # LOP-02: the reminder was ignored.
             self._blocked[name] = self._block_requests
             return (

@@ -18,6 +18,8 @@ from typing import Any
 
 import jsonschema
 
+from ._behaviours import Behaviours
+
 __all__ = [
     "TRUNCATION_HINT",
     "TRUNCATION_WARNING",
@@ -34,6 +36,7 @@ TRUNCATION_WARNING = (
 )
 
 _HEX = set("0123456789abcdefABCDEF")
+_ALL_ON = Behaviours()
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,9 @@ class ParsedArgs:
     warning: str | None
 
 
-def recover_truncated_json(text: str, *, strict: bool = True) -> str | None:
+def recover_truncated_json(
+    text: str, *, strict: bool = True, close_arrays: bool = False
+) -> str | None:
     """Close a truncated JSON object, or return None when it cannot be recovered.
 
     Rule: close an unclosed string (an unfinished escape in it is dropped) and
@@ -54,6 +59,7 @@ def recover_truncated_json(text: str, *, strict: bool = True) -> str | None:
     not parse (``{"a": 1, "b": ``): the caller reports that (TJS-04). ``strict=False``
     is a broken copy that goes past the rule: a dangling partial key, ``"key"`` or
     ``"key":`` with no value, and a trailing comma are dropped so the result parses.
+    ``close_arrays=True`` is the naive repair of a broken copy: unclosed ``[`` are closed too.
     Never raises.
     """
     if not isinstance(text, str):
@@ -114,11 +120,12 @@ def recover_truncated_json(text: str, *, strict: bool = True) -> str | None:
         prev_sig = ch if ch != '"' else prev_sig
     if not stack and not in_str:
         return None  # nothing unclosed: not a truncation we can repair
-    if "[" in stack or not stack or stack[0] != "{":
+    if ("[" in stack and not close_arrays) or not stack or stack[0] != "{":
         return None
+    closing = "".join("}" if s == "{" else "]" for s in reversed(stack))
     if strict:
         out = (text[:esc_start] if esc_start >= 0 else text) + '"' if in_str else text
-        return out + "}" * len(stack)
+        return out + closing
     out = text
     if in_str:
         if str_is_key:
@@ -130,7 +137,7 @@ def recover_truncated_json(text: str, *, strict: bool = True) -> str | None:
     out = out.rstrip()
     if out.endswith(","):
         out = out[:-1]
-    return out + "}" * len(stack)
+    return out + closing
 
 
 def _expected(prop: Any) -> str:
@@ -201,46 +208,55 @@ def _validate(args: dict, schema: dict | None) -> str | None:
     return "Invalid tool arguments: " + "; ".join(_describe_error(e) for e in errors)
 
 
-def _done(args: dict, schema: dict | None, warning: str | None) -> ParsedArgs:
-    args = _decode_string_fields(args, schema)
-    problem = _validate(args, schema)
+def _done(args: dict, schema: dict | None, warning: str | None, b: Behaviours) -> ParsedArgs:
+    if b.decode_string_arguments:
+        args = _decode_string_fields(args, schema)
+    problem = _validate(args, schema) if b.validate_arguments else None
     if problem:
         return ParsedArgs(False, None, problem, warning)
     return ParsedArgs(True, args, None, warning)
 
 
 def parse_tool_arguments(
-    raw: str | dict, *, truncated: bool, schema: dict | None, strict: bool = True
+    raw: str | dict,
+    *,
+    truncated: bool,
+    schema: dict | None,
+    strict: bool = True,
+    b: Behaviours = _ALL_ON,
 ) -> ParsedArgs:
     """Parse, repair and validate one tool call's arguments.
 
     ``truncated`` is True when the response carrying the call ended with
     ``finish_reason == "length"``; then errors carry TRUNCATION_HINT. ``strict``: see
-    :func:`recover_truncated_json`.
+    :func:`recover_truncated_json`. ``b``: the switches of the broken copies (TJS-02, TJS-03,
+    TJS-05, TJS-06, TOL-02).
     """
     if isinstance(raw, dict):
-        return _done(raw, schema, None)
+        return _done(raw, schema, None, b)
     if not isinstance(raw, str):
         return ParsedArgs(
             False, None, f"Tool arguments must be a JSON object, got {type(raw).__name__}", None
         )
     text = raw.strip()
     if not text:
-        return _done({}, schema, None)
-    hint = f" {TRUNCATION_HINT}" if truncated else ""
+        return _done({}, schema, None, b)
+    hint = f" {TRUNCATION_HINT}" if truncated or not b.hint_only_on_length else ""
     try:
         value: Any = json.loads(text)
     except json.JSONDecodeError as exc:
         note = ""
-        if truncated:
-            fixed = recover_truncated_json(text, strict=strict)
+        if truncated and b.recover_truncated_arguments:
+            fixed = recover_truncated_json(
+                text, strict=strict, close_arrays=not b.refuse_unclosed_array
+            )
             if fixed is not None:
                 try:
                     value = json.loads(fixed)
                 except json.JSONDecodeError:
                     value = None
                 if isinstance(value, dict):
-                    return _done(value, schema, TRUNCATION_WARNING)
+                    return _done(value, schema, TRUNCATION_WARNING, b)
                 # TJS-04: closed as far as the rule goes, and still not JSON.
                 note = " Closing the cut-short string and braces does not make it valid JSON."
         return ParsedArgs(
@@ -250,14 +266,14 @@ def parse_tool_arguments(
             f"{note}{hint}",
             None,
         )
-    if isinstance(value, str):
+    if isinstance(value, str) and b.decode_string_arguments:
         # TJS-06: an object double-encoded as a JSON string.
         try:
             inner = json.loads(value)
         except json.JSONDecodeError:
             inner = None
         if isinstance(inner, dict):
-            return _done(inner, schema, None)
+            return _done(inner, schema, None, b)
     if not isinstance(value, dict):
         return ParsedArgs(
             False,
@@ -265,4 +281,4 @@ def parse_tool_arguments(
             f"Tool arguments must be a JSON object, got {type(value).__name__}.{hint}",
             None,
         )
-    return _done(value, schema, None)
+    return _done(value, schema, None, b)

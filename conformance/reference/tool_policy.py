@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from ._behaviours import Behaviours
 from .formatting import cap_output
 from .tool_args import ParsedArgs, parse_tool_arguments
 
@@ -37,6 +38,7 @@ RETRIES = 2  # transient failures are retried this many more times
 BACKOFF_S = 0.5  # unscaled; doubled on each retry
 OUTPUT_LIMIT = 30000  # characters of tool output the model sees (FMT-01)
 BATCH_TOOL = "batch"
+_ALL_ON = Behaviours()
 
 
 @dataclass(frozen=True)
@@ -55,21 +57,31 @@ def precheck(
     truncated: bool,
     schemas: dict[str, dict],
     strict: bool = True,
+    b: Behaviours = _ALL_ON,
 ) -> Precheck:
     """Decide a call before any execution: unknown tool, invalid arguments, or run it.
 
-    ``strict=False`` (a broken copy) repairs cut-short arguments past the seed's rule.
+    ``strict=False`` (a broken copy) repairs cut-short arguments past the seed's rule; ``b``
+    holds the other broken copies' switches.
     """
+    if name not in schemas and not b.reject_unknown_tools:
+        # Broken copy: the name is not checked; the call goes to the executor as asked.
+        parsed = parse_tool_arguments(raw, truncated=truncated, schema=None, strict=strict, b=b)
+        if not parsed.ok:
+            return Precheck("invalid", f"Error: {parsed.error}")
+        return Precheck("run", "", parsed)
     if name not in schemas:
         names = sorted(schemas)
         close = difflib.get_close_matches(name, names, n=1)
         msg = (
             f"Error: tool {name!r} does not exist. Available tools: {', '.join(names) or '(none)'}."
         )
-        if close:
+        if close and b.suggest_closest_tool:
             msg += f" Did you mean {close[0]!r}?"
         return Precheck("unknown", msg)
-    parsed = parse_tool_arguments(raw, truncated=truncated, schema=schemas[name], strict=strict)
+    parsed = parse_tool_arguments(
+        raw, truncated=truncated, schema=schemas[name], strict=strict, b=b
+    )
     if not parsed.ok:
         return Precheck("invalid", f"Error: {parsed.error}")
     return Precheck("run", "", parsed)
@@ -106,9 +118,18 @@ def timeout_text(name: str, timeout_s: float) -> str:
     return f"Error: tool {name!r} timed out after {timeout_s:g} seconds and was stopped."
 
 
-def final_output(output: str, warning: str | None, limit: int = OUTPUT_LIMIT) -> str:
-    """Cap the output, then append the truncation warning (it must never be cut off)."""
-    output = cap_output(output, limit)
+def final_output(
+    output: str, warning: str | None, limit: int = OUTPUT_LIMIT, b: Behaviours = _ALL_ON
+) -> str:
+    """Cap the output, then append the truncation warning (it must never be cut off).
+
+    ``b``: broken copies that strip every output (FMT-03), keep no tail (FMT-02) or cap
+    nothing (FMT-01).
+    """
+    if not b.verbatim_tool_output:
+        output = output.strip()
+    if b.cap_tool_output:
+        output = cap_output(output, limit, keep_tail=b.keep_output_tail)
     if warning:
         output += "\n\n" + warning
     return output

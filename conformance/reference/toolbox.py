@@ -68,7 +68,9 @@ class ToolBox:
         session: aiohttp.ClientSession | None = None,
         ssl: Any = None,
         log_path: Path | None = None,
+        report_skipped: bool = True,
     ) -> None:
+        """``report_skipped=False`` is a broken copy: a batch's skipped items go unreported."""
         if time_scale <= 0 or timeout_s <= 0 or output_limit < 0:
             raise ValueError("ToolBox: time_scale and timeout_s must be > 0, output_limit >= 0")
         self._specs: dict[str, ToolSpec] = {s.name: s for s in specs}
@@ -86,6 +88,7 @@ class ToolBox:
         self._session = session
         self._ssl = ssl
         self._log_path = log_path
+        self._report_skipped = report_skipped
 
     def specs_for_request(self, blocked: set[str]) -> list[dict]:
         """OpenAI ``tools`` entries, leaving out ``blocked`` tool names."""
@@ -231,7 +234,8 @@ class ToolBox:
             item_args = item_args if isinstance(item_args, dict) else {}
             shown = f"[{n}] {tool}({json.dumps(item_args, ensure_ascii=False)[:_LINE_CHARS]})"
             if stopped:
-                lines.append(f"{shown}: skipped (not run: an earlier item failed)")
+                if self._report_skipped:
+                    lines.append(f"{shown}: skipped (not run: an earlier item failed)")
                 continue
             if tool == BATCH_TOOL:
                 res = ToolResult(

@@ -546,6 +546,33 @@ def test_tol_04_fail_waited_for_the_tool() -> None:
     assert f.outcome == "fail" and "waited" in f.observed
 
 
+def test_tol_04_fail_waited_on_a_run_cut_short() -> None:
+    # The tool answered after 30 s and nothing of the agent's came first: a FAIL that stands
+    # whatever the agent would have done next (TOL-04 is final on partial evidence).
+    r = Run(tools=[RT], config={"tool_timeout_s": 2})
+    r.model(("c1", "run_tests", '{"target": "all"}'))
+    r.tool(
+        "run_tests",
+        "c1",
+        {"target": "all"},
+        "hang",
+        {"error": {"type": "timeout"}},
+        status=504,
+        duration=30.0,
+        answered=True,
+    )
+    f = r.check("TOL-04")
+    assert f.outcome == "fail" and "waited" in f.observed
+
+
+def test_tol_04_not_judged_while_the_stop_may_still_come() -> None:
+    r = Run(tools=[RT], config={"tool_timeout_s": 2})
+    r.model(("c1", "run_tests", '{"target": "all"}'))
+    r.tool("run_tests", "c1", {"target": "all"}, "hang", None, duration=0.0, answered=False)
+    assert outcome(r, "TOL-04") == "not_applicable"
+    assert outcome(r.end("error"), "TOL-04") == "fail"  # the turn ended: nothing ever followed
+
+
 def test_tol_04_fail_gave_up_early() -> None:
     assert outcome(tol04_run("timed out after 2 seconds", moved=0.5), "TOL-04") == "fail"
 

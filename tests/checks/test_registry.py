@@ -152,6 +152,7 @@ PINNED_FINAL = {
     "TOL-01",
     "TOL-02",
     "TOL-03",
+    "TOL-04",
     "TOL-05",
     "TOL-06",
     "TOL-08",

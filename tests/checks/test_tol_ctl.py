@@ -55,6 +55,34 @@ def test_tol01_fail_no_list() -> None:
     assert f.outcome == "fail" and "write_file" in f.observed
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Unknown tool 'read_flie'; did you mean 'read_file'? Other tools: write_file.",
+        "未知工具 read_flie。可用工具：write_file, read_file。你是不是想用 read_file？",
+    ],
+)
+def test_tol01_pass_suggestion_worded_otherwise(text: str) -> None:
+    j = Journal()
+    j.chat(body=body(call("read_flie"), result(text)))
+    assert run_check("TOL-01", j.evidence(scenario=SCEN)).outcome == "pass"
+
+
+def test_tol01_fail_list_without_suggestion() -> None:
+    # Listing every tool names the closest one too; that alone suggests nothing.
+    j = Journal()
+    j.chat(
+        body=body(
+            call("read_flie"),
+            result(
+                "Error: tool 'read_flie' does not exist. Available tools: read_file, write_file."
+            ),
+        )
+    )
+    f = run_check("TOL-01", j.evidence(scenario=SCEN))
+    assert f.outcome == "fail" and "does not suggest 'read_file'" in f.observed
+
+
 def test_tol01_fail_does_not_name_it() -> None:
     j = Journal()
     j.chat(body=body(call("read_flie"), result("error: read_file, write_file")))

@@ -7,6 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.reference import Behaviours
 from conformance.reference.tool_args import (
     TRUNCATION_HINT,
     parse_tool_arguments,
@@ -270,3 +271,38 @@ def test_TJS_06_text_that_is_not_the_expected_json_stays_an_error() -> None:
     raw = '{"path": "a", "start": 1, "options": "[1, 2]"}'
     r = parse_tool_arguments(raw, truncated=False, schema=_SCHEMA)
     assert not r.ok and "'options'" in r.error
+
+
+# Broken copies: each switch off gives its classic bug, and only that one.
+def test_broken_copy_closes_an_unclosed_array() -> None:
+    text = '{"path": "a.txt", "lines": ["one", "tw'
+    assert recover_truncated_json(text) is None
+    fixed = recover_truncated_json(text, close_arrays=True)
+    assert json.loads(fixed or "") == {"path": "a.txt", "lines": ["one", "tw"]}
+    res = parse_tool_arguments(
+        text, truncated=True, schema=None, b=Behaviours(refuse_unclosed_array=False)
+    )
+    assert res.ok and res.warning
+
+
+def test_broken_copies_of_repair_hint_decoding_and_validation() -> None:
+    cut = parse_tool_arguments(
+        '{"path": "a.txt"',
+        truncated=True,
+        schema=None,
+        b=Behaviours(recover_truncated_arguments=False),
+    )
+    assert not cut.ok and HINT in (cut.error or "")
+    bad = parse_tool_arguments(
+        '{"a": x}', truncated=False, schema=None, b=Behaviours(hint_only_on_length=False)
+    )
+    assert not bad.ok and HINT in (bad.error or "")
+    raw = json.dumps(json.dumps({"path": "a"}))
+    assert parse_tool_arguments(raw, truncated=False, schema=None).ok
+    off = Behaviours(decode_string_arguments=False)
+    assert not parse_tool_arguments(raw, truncated=False, schema=None, b=off).ok
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    args = {"n": "ten"}
+    assert not parse_tool_arguments(args, truncated=False, schema=schema).ok
+    unchecked = Behaviours(validate_arguments=False)
+    assert parse_tool_arguments(args, truncated=False, schema=schema, b=unchecked).arguments == args

@@ -58,3 +58,12 @@ def test_FMT_property_within_limit_and_accounted(text: str, limit: int) -> None:
     m = NOTICE.search(out[start:end])
     assert int(m.group(1)) == len(text)
     assert len(head) + len(tail) + int(m.group(2)) == len(text)
+
+
+def test_broken_copy_keeps_the_head_only() -> None:
+    text = "".join(f"line {i}\n" for i in range(10000))
+    out = cap_output(text, 30000, keep_tail=False)
+    assert len(out) <= 30000 and out.startswith("line 0\n")
+    assert "line 9999" not in out
+    m = NOTICE.search(out)
+    assert m and int(m.group(1)) == len(text)

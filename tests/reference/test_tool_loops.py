@@ -109,3 +109,12 @@ def test_LOP_06_abac_not_a_pattern() -> None:
 def test_bad_settings_rejected() -> None:
     with pytest.raises(ValueError, match="threshold"):
         LoopDetector(window=2, threshold=3)
+
+
+def test_broken_copy_repeats_the_reminder_and_blocks_nothing() -> None:
+    d = LoopDetector(block_ignored=False)
+    for _ in range(3):
+        d.record_tool("bash", {"cmd": "pytest"}, True)
+    note = d.record_tool("bash", {"cmd": "pytest"}, True)
+    assert note and "same arguments" in note
+    assert d.blocked_tools() == set()
