@@ -44,3 +44,4 @@ class Behaviours:
     honest_exit: bool = True  # off: the front end exits 89 "unsupported" after turn_end
     strict_truncated_json: bool = True  # off: a dangling key is dropped and the call run (TJS-04)
     redact_own_key: bool = True  # off: the key a server echoes reaches events, logs, dumps (DBG-02)
+    sse_across_reads: bool = True  # off: each network read is taken as whole events (STR-09)
