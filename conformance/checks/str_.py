@@ -39,8 +39,9 @@ ATTEMPTS_PER_MODE = 1 + int(by_id("RTY-04").numbers["retries"])
 MID_STREAM = frozenset({"broken_stream", "no_finish", "malformed_event", "in_band_error"})
 
 # Nominal seconds without a new event that no idle watchdog is expected to act on (the reference
-# agent's waits 60 s; STR-10's scenarios are silent for 300 s). A re-chunked or paced stream
-# that leaves a client longer without one may be abandoned as stalled: STR-09 leaves it out.
+# agent's waits 60 s; STR-10's scenarios are silent for 300 s). A stream whose fault leaves a
+# client that long without one (a stall; a slow, re-chunked or paced delivery) may be abandoned
+# as stalled, at whatever moment the agent's clock says: STR-09 leaves it out.
 WATCHDOG_FLOOR_S = 10.0
 
 
@@ -135,13 +136,14 @@ def check_str_09(ev: Evidence) -> Finding:
 
 
 def _slow(e: ChatEntry) -> bool:
-    """Whether the fault's delivery left the client ``WATCHDOG_FLOOR_S`` or longer without an
-    event (read from the bytes the wire carried): a stall to an idle watchdog."""
+    """Whether the fault left the client ``WATCHDOG_FLOOR_S`` or longer without an event (its
+    silence, or its delivery of the bytes the wire carried): a stall to an idle watchdog."""
     fault = FAULTS.get(e.get("fault") or "")
-    if fault is None or not fault.reshapes:
+    if fault is None:
         return False
+    p = e.get("fault_params") or {}
     sent = str(response_of(e).get("sent") or "").encode()
-    return fault.event_gap_s(e.get("fault_params") or {}, sent) >= WATCHDOG_FLOOR_S
+    return max(fault.silence_s(p) or 0.0, fault.event_gap_s(p, sent)) >= WATCHDOG_FLOOR_S
 
 
 def _reshaped_left(ev: Evidence, chat: list[ChatEntry]) -> ChatEntry | None:

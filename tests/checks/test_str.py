@@ -162,6 +162,21 @@ def test_str09_leaves_out_a_stream_reshaped_into_a_stall() -> None:
     assert fallback({"bytes": 1, "interval": 0.02}).startswith("fail: healthy seq 0 resent")
 
 
+def test_str09_leaves_out_a_stream_silent_past_the_watchdog_floor() -> None:
+    # A 61 s stall the gateway ended just before a 60 s watchdog's scaled timer fired on a busy
+    # machine: the wire shows a whole stream, the agent rightly gave up on it.
+    def after_stall(seconds: float) -> str:
+        j = Journal()
+        e = j.chat(200, body=STREAM, fault="stall")
+        e["fault_params"] = {"after_events": 1, "seconds": seconds}
+        j.chat(200, body=PLAIN)
+        f = run_check("STR-09", j.evidence([j.event("turn_end", reason="completed")]))
+        return f"{f.outcome}: {f.observed}"
+
+    assert after_stall(61).startswith("not_applicable")
+    assert after_stall(5).startswith("fail: healthy seq 0 resent")
+
+
 def test_str15_pass_and_fail() -> None:
     good = Journal()
     broken(good, "in_band_error")
