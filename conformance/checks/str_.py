@@ -106,7 +106,7 @@ def check_str_09(ev: Evidence) -> Finding:
     chat = ev.chat()
     healthy = 0
     for i, e in enumerate(chat):
-        if not Evidence.mode(e) or is_failed(e) or _slow(e):
+        if not Evidence.mode(e) or is_failed(e) or _slow(e) or _in_flight(e):
             continue
         healthy += 1
         for later in chat[i + 1 :]:
@@ -135,6 +135,13 @@ def check_str_09(ev: Evidence) -> Finding:
     return passed(expected, f"{healthy} healthy stream(s), none resent{extra}")
 
 
+def _in_flight(e: ChatEntry) -> bool:
+    """Whether the response was still being written when the journal was read (an agent that
+    hangs up ends its turn before the gateway's next write finds it gone): its record still
+    reads as it began, not as it ended, so it is not known healthy."""
+    return response_of(e).get("t_end_ns") is None
+
+
 def _slow(e: ChatEntry) -> bool:
     """Whether the fault left the client ``WATCHDOG_FLOOR_S`` or longer without an event (its
     silence, or its delivery of the bytes the wire carried): a stall to an idle watchdog."""
@@ -157,7 +164,12 @@ def _reshaped_left(ev: Evidence, chat: list[ChatEntry]) -> ChatEntry | None:
         resp = response_of(e)
         if fault is None or not fault.reshapes or not Evidence.mode(e) or is_failed(e):
             continue
-        if _slow(e) or resp.get("status") != 200 or resp.get("end") != "client_gone":
+        if (
+            _slow(e)
+            or _in_flight(e)
+            or resp.get("status") != 200
+            or resp.get("end") != "client_gone"
+        ):
             continue
         if wire_reply(e).finish_reason is None:
             return e
@@ -175,7 +187,7 @@ def _reshaped_shown(ev: Evidence, chat: list[ChatEntry]) -> list[tuple[ChatEntry
         resp = response_of(e)
         if fault is None or not fault.reshapes or not Evidence.mode(e) or is_failed(e):
             continue
-        if _slow(e):
+        if _slow(e) or _in_flight(e):
             continue
         if resp.get("end") != "complete" or resp.get("sent_bytes") != resp.get("full_bytes"):
             continue  # the client left (an abort): it never had the whole reply

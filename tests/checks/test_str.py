@@ -177,6 +177,17 @@ def test_str09_leaves_out_a_stream_silent_past_the_watchdog_floor() -> None:
     assert after_stall(5).startswith("fail: healthy seq 0 resent")
 
 
+def test_str09_does_not_call_healthy_a_stream_still_being_written() -> None:
+    # The agent hung up and ended its turn before the gateway's next write found it gone: the
+    # record still reads as it began (no end stamp, nothing kept yet).
+    j = Journal()
+    e = _rechunked(j)
+    e["response"].update(sent="", sent_bytes=0, t_end_ns=None)
+    j.chat(200, body=PLAIN)
+    f = run_check("STR-09", j.evidence([j.event("turn_end", reason="completed")]))
+    assert f.outcome == "not_applicable", f.observed
+
+
 def test_str15_pass_and_fail() -> None:
     good = Journal()
     broken(good, "in_band_error")
