@@ -9,8 +9,9 @@
         --seconds, a progress line every --every seconds before it); --verify checks every body
         against the benchmark's rendering byte for byte
     python bench/load_client.py fidelity STALL_URL RETRY_URL
-        the gap a client sees across a 200 ms stall, and the gap the journal records between a
-        429 with ``Retry-After: 1`` and a retry sent 1 s after it, against the client's own
+        the gap a client sees across a 200 ms stall (and the stall as the gateway's journal
+        stamps it), and the gap the journal records between a 429 with ``Retry-After: 1`` and a
+        retry sent 1 s after it, against the client's own
 """
 
 from __future__ import annotations
@@ -161,6 +162,14 @@ async def _fidelity(args: argparse.Namespace) -> None:
         root, _, sid = args.retry_url.removesuffix("/v1").rpartition("/s/")
         async with http.get(f"{root}/_control/sessions/{sid}/journal") as r:
             entries = (await r.json())["entries"][-2 * args.pairs :]
+        # The same stalls as the gateway wrote them: from the headers (with the first two
+        # events) to the last byte, in its own journal stamps.
+        _, _, stall_sid = args.stall_url.removesuffix("/v1").rpartition("/s/")
+        async with http.get(f"{root}/_control/sessions/{stall_sid}/journal") as r:
+            stalls = (await r.json())["entries"][-args.n :]
+    server = [
+        (e["response"]["t_end_ns"] - e["response"]["t_headers_ns"]) / 1e6 - 200 for e in stalls
+    ]
     client, nominal = [], []
     for (t_headers, t_sent), a, b in zip(sent, entries[0::2], entries[1::2], strict=True):
         gap = b["t_arrival_ns"] - a["response"]["t_headers_ns"]
@@ -168,7 +177,12 @@ async def _fidelity(args: argparse.Namespace) -> None:
         nominal.append(gap / 1e6 - 1000)
     # Signed errors in ms: a stall longer than 200 ms as the client saw it is positive; a gap in
     # the journal longer than the client's own (or than 1 s) is positive.
-    out = {"stall": stall, "retry_vs_client": client, "retry_vs_nominal": nominal}
+    out = {
+        "stall": stall,
+        "stall_server": server,
+        "retry_vs_client": client,
+        "retry_vs_nominal": nominal,
+    }
     print(json.dumps(out), flush=True)
 
 

@@ -7,7 +7,8 @@ tail so that a correct agent can always finish. Each schedule runs through
 :func:`conformance.runner.run_scenario`, exactly as ``conformance run`` would run it, and is
 judged by :data:`FUZZ_CRITERIA`: the criteria whose checks hold for every correct agent under any
 schedule (the turn ends; retry and continuation caps; tool-call pairing; nothing from a failed
-attempt executed; no empty assistant message; nothing after an abort; no key leaked). A FAIL,
+attempt executed; no empty assistant message; nothing after an abort; no key leaked; a
+healthy stream never resent, a re-chunked or paced one shown as it came). A FAIL,
 ERROR or TIMEOUT on any of them is a finding. Hypothesis then shrinks the schedule; the minimal
 one is written as a scenario file listing the broken criteria, so that
 ``conformance run --scenario FILE`` fails the same way. The file is run once more to confirm.
@@ -53,6 +54,7 @@ FUZZ_CRITERIA = (
     "RSN-04",
     "CTL-01",
     "DBG-02",
+    "STR-09",
 )
 BAD = {"FAIL", "ERROR", "TIMEOUT"}
 DEFAULT_TIME_SCALE = 0.01

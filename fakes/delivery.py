@@ -36,13 +36,17 @@ def _boundaries(sizes: list[int], total: int) -> Iterator[int]:
 
 
 def _mid_lines(chunks: list[Chunk]) -> Iterator[int]:
-    """An offset in the middle of the first line of every chunk of two bytes or more."""
+    """An offset in the middle of the ``data:`` line (else the first line) of every chunk of
+    two bytes or more. The payload line, not an ``event:`` line before it: a client that reads
+    only ``data:`` lines and drops a line a read cuts must lose the event."""
     pos = 0
     for c in chunks:
-        first = c.data.find(b"\n")
-        line = first if first > 0 else len(c.data)
+        data = c.data.find(b"data:")
+        start = data if data == 0 or (data > 0 and c.data[data - 1 : data] == b"\n") else 0
+        end = c.data.find(b"\n", start)
+        line = (end if end > start else len(c.data)) - start
         if len(c.data) >= 2:
-            yield pos + max(1, line // 2)
+            yield pos + min(len(c.data) - 1, start + max(1, line // 2))
         pos += len(c.data)
 
 
@@ -83,8 +87,9 @@ class Rechunk(Fault):
                 "oneOf": [_SIZE, {"type": "array", "minItems": 1, "items": _SIZE}],
             },
             "split_events": {
-                "description": "Cut every event in the middle of its first line: each write "
-                "ends half-way through a line (a JSON body: cut in two).",
+                "description": "Cut every event in the middle of its data: line (its first "
+                "line when it has none): each write ends half-way through a line (a JSON body: "
+                "cut in two).",
                 "const": True,
             },
             "interval": {
@@ -108,6 +113,29 @@ class Rechunk(Fault):
     def on_body(self, plan: Plan, raw: bytes, p: dict[str, Any]) -> list[Chunk]:
         return self._pieces([Chunk(raw, event=False)], p, body=True)
 
+    def event_gap_s(self, p: dict[str, Any], sent: bytes) -> float:
+        """Piece ``k`` goes out ``k * interval`` after the headers; an event is complete with
+        the piece holding its last byte. The events are read back from the blank lines; bytes
+        after the last one (a client that left mid-event) count as an event still awaited."""
+        interval = float(p.get("interval", 0))
+        *whole, tail = sent.split(b"\n\n")
+        events = [e + b"\n\n" for e in whole] + ([tail] if tail else [])
+        if not interval or not events:
+            return 0.0
+        chunks = [Chunk(e) for e in events]
+        total = sum(len(e) for e in events)
+        if "bytes" in p:
+            size = p["bytes"]
+            at = _boundaries([int(s) for s in (size if isinstance(size, list) else [size])], total)
+        else:
+            at = _mid_lines(chunks)
+        cuts, worst, before, end = list(at), 0, 0, 0
+        for e in events:
+            end += len(e)
+            piece = sum(1 for b in cuts if b <= end - 1)  # the piece of the event's last byte
+            worst, before = max(worst, piece - before), piece
+        return worst * interval
+
     def on_stream(
         self, chunks: list[Chunk], n: int, plan: Plan, p: dict[str, Any], ctx: Context
     ) -> list[Chunk]:
@@ -116,7 +144,7 @@ class Rechunk(Fault):
     def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
         from hypothesis import strategies as st
 
-        return dict(
+        cut = dict(
             draw(
                 st.one_of(
                     st.builds(lambda n: {"bytes": n}, st.integers(1, 64)),
@@ -128,6 +156,11 @@ class Rechunk(Fault):
                 )
             )
         )
+        # Spaced pieces reach a client in reads of their own; back to back, loopback may join
+        # them into one read. Small pieces far apart keep an event waiting long (STR-09 then
+        # leaves the stream out, ``event_gap_s``).
+        interval = draw(st.sampled_from([0, 0.02, 0.5]))
+        return {**cut, "interval": interval} if interval else cut
 
 
 class Pace(Fault):
@@ -170,6 +203,11 @@ class Pace(Fault):
                 delay, seen = (gap if seen else first), seen + 1
             out.append(Chunk(c.data, delay, c.event, c.flush))
         return out
+
+    def event_gap_s(self, p: dict[str, Any], sent: bytes) -> float:
+        rate = p.get("events_per_s")
+        gap = 1.0 / float(rate) if rate else float(p["token_latency"])
+        return max(gap, float(p.get("first_token", 0)))
 
     def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
         from hypothesis import strategies as st

@@ -78,6 +78,12 @@ class Fault:
         """Seconds the stream goes silent after its headers (None: it does not)."""
         return None
 
+    def event_gap_s(self, p: dict[str, Any], sent: bytes) -> float:
+        """The longest time (nominal seconds) this fault's delivery of the stream ``sent`` (the
+        bytes carried, possibly cut short) leaves a client waiting for its next event, from the
+        headers on (0: it adds no wait)."""
+        return 0.0
+
     def attempt_failed(self, resp: Mapping[str, Any], p: dict[str, Any]) -> bool | None:
         """Whether the attempt failed, read from its response record; None: by ``breaks``."""
         return None

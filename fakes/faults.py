@@ -364,6 +364,9 @@ class SlowDribble(Fault):
         gap = float(p["interval"])
         return [Chunk(c.data, gap if i else 0.0, c.event) for i, c in enumerate(chunks)]
 
+    def event_gap_s(self, p: dict[str, Any], sent: bytes) -> float:
+        return float(p["interval"])
+
     def draw_params(self, draw: Any, reply: dict[str, Any]) -> dict[str, Any]:
         from hypothesis import strategies as st
 

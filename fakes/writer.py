@@ -43,9 +43,14 @@ from fakes.journal import Response as ResponseRecord
 from fakes.response import Plan
 from fakes.session import redact_headers
 
-__all__ = ["FLUSH_LIMIT_S", "BurstResponse", "PlanWriter", "reset_connection"]
+__all__ = ["FLUSH_LIMIT_S", "BurstResponse", "PlanWriter", "reset_connection", "sleep_until"]
 
 FLUSH_LIMIT_S = 5.0
+# The loop's selector sleeps in whole milliseconds, rounded up (epoll): a timer wakes up to 1 ms
+# late. A long wait (a stall, not a pace's gaps, so the loop seldom spins) ends instead with a
+# spin of the loop, each turn serving the other connections, for its last ``SPIN_S``.
+SPIN_FROM_S = 0.1
+SPIN_S = 0.0015
 _SIOCOUTQNSD = 0x894B  # Linux: the bytes of a socket's send queue not sent yet
 
 
@@ -55,6 +60,19 @@ def _unsent(sock: Any) -> int:
         return int(struct.unpack("i", fcntl.ioctl(sock.fileno(), _SIOCOUTQNSD, b"\0" * 4))[0])
     except (OSError, ValueError):
         return 0
+
+
+async def sleep_until(loop: asyncio.AbstractEventLoop, due: float) -> None:
+    """Return at ``due`` (``loop.time()``), never before; a long wait's last ``SPIN_S`` spun."""
+    wait = due - loop.time()
+    if wait <= 0:
+        return
+    if wait < SPIN_FROM_S:
+        await asyncio.sleep(wait)
+        return
+    await asyncio.sleep(wait - SPIN_S)
+    while loop.time() < due:
+        await asyncio.sleep(0)
 
 
 def reset_connection(transport: Any) -> None:
@@ -169,9 +187,7 @@ class PlanWriter:
                 if await self._flush():
                     due = loop.time()
                 due += c.delay * self.scale
-                wait = due - loop.time()
-                if wait > 0:
-                    await asyncio.sleep(wait)
+                await sleep_until(loop, due)
             if c.data:
                 pending.append(c.data)
             events += c.event

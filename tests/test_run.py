@@ -123,6 +123,8 @@ BROKEN = [
     ("cap_tool_output", "fmt/fmt-01-large-output-cut.yaml", "FMT-01"),
     ("verbatim_tool_output", "fmt/fmt-03-short-output-verbatim.yaml", "FMT-03"),
     ("tool_call_cap", "lop/lop-03-cap-sequential.yaml", "LOP-03"),
+    # Each read parsed as whole events: the spaced, cut events are lost (every dialect below).
+    ("sse_across_reads", "str/str-09-rechunked-stream.yaml", "STR-09"),
 ]
 
 
@@ -150,6 +152,18 @@ def test_a_copy_that_exits_89_after_its_turn_is_an_error_not_unsupported(gateway
     assert entry["status"] == "error", entry["error"]
     assert "exit 89" in entry["error"]
     assert verdicts["RTY-01"]["verdict"] == "ERROR"
+
+
+@pytest.mark.parametrize("dialect", ["anthropic_messages", "openai_responses"])
+def test_a_copy_that_parses_each_read_alone_fails_str09_in_every_dialect(gateway, dialect):
+    # split_events cuts each event's data: line, not the event: line before it, so a client
+    # that reads only data: lines loses the payload here too.
+    sc = load_scenario(CRITERIA / "str" / "str-09-rechunked-stream.yaml")
+    _, healthy = run_scenario(gateway, ReferenceAdapter(), sc, dialect=dialect)
+    assert healthy["STR-09"]["verdict"] == "PASS", healthy["STR-09"]
+    broken = ReferenceAdapter(Behaviours(sse_across_reads=False))
+    _, verdicts = run_scenario(gateway, broken, sc, dialect=dialect)
+    assert verdicts["STR-09"]["verdict"] == "FAIL", verdicts["STR-09"]
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,12 @@ ATTEMPTS_PER_MODE = 1 + int(by_id("RTY-04").numbers["retries"])
 # What a stream can meet after a 200 (``Fault.symptom``): the faults that break a stream.
 MID_STREAM = frozenset({"broken_stream", "no_finish", "malformed_event", "in_band_error"})
 
+# Nominal seconds without a new event that no idle watchdog is expected to act on (the reference
+# agent's waits 60 s; STR-10's scenarios are silent for 300 s). A stream whose fault leaves a
+# client that long without one (a stall; a slow, re-chunked or paced delivery) may be abandoned
+# as stalled, at whatever moment the agent's clock says: STR-09 leaves it out.
+WATCHDOG_FLOOR_S = 10.0
+
 
 def broke_after_headers(entry: ChatEntry, symptoms: frozenset[str] = MID_STREAM) -> bool:
     resp = response_of(entry)
@@ -91,15 +97,16 @@ def check_str_14(ev: Evidence) -> Finding:
 def check_str_09(ev: Evidence) -> Finding:
     """A healthy stream is never followed by a non-streaming resend of the same request, and
     one the gateway only re-chunked or paced (``Fault.reshapes``) shows as the reply it carried:
-    an agent must show the same reply however the stream came."""
+    an agent must show the same reply however the stream came, and must not hang up on it
+    before its finish (with no user abort)."""
     expected = (
         "a complete stream with finish_reason is not resent with stream: false; a re-chunked or "
-        "paced one shows the text it carried"
+        "paced one is read to its finish and shows the text it carried"
     )
     chat = ev.chat()
     healthy = 0
     for i, e in enumerate(chat):
-        if not Evidence.mode(e) or is_failed(e):
+        if not Evidence.mode(e) or is_failed(e) or _slow(e) or _in_flight(e):
             continue
         healthy += 1
         for later in chat[i + 1 :]:
@@ -107,6 +114,15 @@ def check_str_09(ev: Evidence) -> Finding:
                 return failed(expected, f"healthy seq {e.get('seq')} resent at {later.get('seq')}")
     if not healthy:
         return not_applicable(expected, "no healthy streaming response in this run")
+    left = _reshaped_left(ev, chat) if turn_over(ev) else None
+    if left is not None:
+        resp = response_of(left)
+        return failed(
+            expected,
+            f"the agent left seq {left.get('seq')} ({left.get('fault')}) after "
+            f"{resp.get('sent_bytes')} of {resp.get('full_bytes')} bytes, before its finish, "
+            "with no user abort",
+        )
     shown = _reshaped_shown(ev, chat) if turn_over(ev) else []
     for e, wire, texts in shown:
         if wire.strip() not in {t.strip() for t in texts}:
@@ -119,6 +135,47 @@ def check_str_09(ev: Evidence) -> Finding:
     return passed(expected, f"{healthy} healthy stream(s), none resent{extra}")
 
 
+def _in_flight(e: ChatEntry) -> bool:
+    """Whether the response was still being written when the journal was read (an agent that
+    hangs up ends its turn before the gateway's next write finds it gone): its record still
+    reads as it began, not as it ended, so it is not known healthy."""
+    return response_of(e).get("t_end_ns") is None
+
+
+def _slow(e: ChatEntry) -> bool:
+    """Whether the fault left the client ``WATCHDOG_FLOOR_S`` or longer without an event (its
+    silence, or its delivery of the bytes the wire carried): a stall to an idle watchdog."""
+    fault = FAULTS.get(e.get("fault") or "")
+    if fault is None:
+        return False
+    p = e.get("fault_params") or {}
+    sent = str(response_of(e).get("sent") or "").encode()
+    return max(fault.silence_s(p) or 0.0, fault.event_gap_s(p, sent)) >= WATCHDOG_FLOOR_S
+
+
+def _reshaped_left(ev: Evidence, chat: list[ChatEntry]) -> ChatEntry | None:
+    """The first stream whose fault only reshaped its delivery that the agent left before the
+    wire carried its finish, in a run with no user abort: a client that chokes on how the bytes
+    came (a parse error on a cut line) must not escape by hanging up."""
+    if ev.scenario.get("abort") or ev.turn_ends()[-1].get("reason") == "aborted":
+        return None  # an abort may be what ended it
+    for e in chat:
+        fault = FAULTS.get(e.get("fault") or "")
+        resp = response_of(e)
+        if fault is None or not fault.reshapes or not Evidence.mode(e) or is_failed(e):
+            continue
+        if (
+            _slow(e)
+            or _in_flight(e)
+            or resp.get("status") != 200
+            or resp.get("end") != "client_gone"
+        ):
+            continue
+        if wire_reply(e).finish_reason is None:
+            return e
+    return None
+
+
 def _reshaped_shown(ev: Evidence, chat: list[ChatEntry]) -> list[tuple[ChatEntry, str, list[str]]]:
     """Each complete stream whose fault only reshaped its delivery and that carried a finished
     text: the text and the assistant messages the agent showed from its arrival to the end of the next
@@ -129,6 +186,8 @@ def _reshaped_shown(ev: Evidence, chat: list[ChatEntry]) -> list[tuple[ChatEntry
         fault = FAULTS.get(e.get("fault") or "")
         resp = response_of(e)
         if fault is None or not fault.reshapes or not Evidence.mode(e) or is_failed(e):
+            continue
+        if _slow(e) or _in_flight(e):
             continue
         if resp.get("end") != "complete" or resp.get("sent_bytes") != resp.get("full_bytes"):
             continue  # the client left (an abort): it never had the whole reply

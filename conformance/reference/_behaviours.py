@@ -85,3 +85,4 @@ class Behaviours:
     verbatim_tool_output: bool = True  # off: every tool output is whitespace-stripped (FMT-03)
     block_ignored_tool: bool = True  # off: an ignored loop reminder keeps the tool offered (LOP-02)
     tool_call_cap: bool = True  # off: no cap on tool calls per turn (LOP-03)
+    sse_across_reads: bool = True  # off: each network read is taken as whole events (STR-09)

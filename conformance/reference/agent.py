@@ -133,7 +133,8 @@ HELLO: dict[str, Any] = {
 
 
 async def _sse(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
-    """Minimal SSE: ``data:`` lines joined by newlines, dispatched on a blank line."""
+    """Minimal SSE: ``data:`` lines joined by newlines, dispatched on a blank line. A line may
+    span any number of network reads (``readline`` joins them)."""
     buf: list[str] = []
     while True:
         raw = await resp.content.readline()
@@ -148,6 +149,22 @@ async def _sse(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
                 buf = []
         elif line.startswith("data:"):
             buf.append(line[5:].removeprefix(" "))
+
+
+async def _sse_per_read(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
+    """The broken copy's SSE (``sse_across_reads`` off), a classic client bug: each network
+    read is parsed as whole events on its own, so a line a read boundary cuts is dropped and an
+    event left open at the end of a read is forgotten."""
+    while raw := await resp.content.readany():
+        buf: list[str] = []
+        *lines, _cut = raw.decode("utf-8", "replace").split("\n")  # after the last newline
+        for line in (x.rstrip("\r") for x in lines):
+            if not line:
+                if buf:
+                    yield "\n".join(buf)
+                    buf = []
+            elif line.startswith("data:"):
+                buf.append(line[5:].removeprefix(" "))
 
 
 class _Driver:
@@ -316,7 +333,8 @@ class _Driver:
                 put(HeadersReceived(rid, resp.status, dict(resp.headers), datetime.now(UTC)))
                 if resp.status == 200 and a.body.get("stream"):
                     decoder = self.codec.decoder(model)
-                    async for data in _sse(resp):
+                    sse = _sse if self.core.b.sse_across_reads else _sse_per_read
+                    async for data in sse(resp):
                         for piece in decoder.feed(data):
                             put(Chunk(rid, piece))
                             if self.tasks.get(("req", rid)) is not asyncio.current_task():

@@ -126,6 +126,68 @@ def test_str09_judges_the_text_only_once_the_turn_is_over_and_the_reply_whole() 
     assert f.outcome == "pass" and "re-chunked" not in f.observed
 
 
+def test_str09_fails_an_agent_that_hangs_up_on_a_rechunked_stream_before_its_finish() -> None:
+    def hung_up(reason: str, scenario: dict | None = None) -> str:
+        j = Journal()
+        e = _rechunked(j, end="client_gone")
+        sent = e["response"]["sent"][:40]  # the wire carried the first event only
+        e["response"].update(sent=sent, sent_bytes=len(sent))
+        end = j.event("turn_end", reason=reason)
+        ev = j.evidence([end], scenario=scenario or {"id": "synthetic"})
+        f = run_check("STR-09", ev)
+        return f"{f.outcome}: {f.observed}"
+
+    # A client that choked on a cut line and left, with no abort: it escapes nothing.
+    assert hung_up("error").startswith("fail: the agent left seq 0 (rechunk) after 40 of")
+    assert hung_up("completed").startswith("fail")
+    # A user abort may be what ended it.
+    assert hung_up("aborted").startswith("pass")
+    assert hung_up("error", {"id": "s", "abort": {"when_step": 0}}).startswith("pass")
+
+
+def test_str09_leaves_out_a_stream_reshaped_into_a_stall() -> None:
+    # One byte every 0.5 s: 40 bytes without a whole event are 20 s, past any idle watchdog's
+    # floor; abandoning that stream and falling back is recovery, not a resent healthy stream.
+    def fallback(params: dict) -> str:
+        j = Journal()
+        e = _rechunked(j, end="client_gone")
+        sent = e["response"]["sent"][:40]
+        e["response"].update(sent=sent, sent_bytes=len(sent))
+        e["fault_params"] = params
+        j.chat(200, body=PLAIN)
+        f = run_check("STR-09", j.evidence([j.event("turn_end", reason="completed")]))
+        return f"{f.outcome}: {f.observed}"
+
+    assert fallback({"bytes": 1, "interval": 0.5}).startswith("not_applicable")
+    assert fallback({"bytes": 1, "interval": 0.02}).startswith("fail: healthy seq 0 resent")
+
+
+def test_str09_leaves_out_a_stream_silent_past_the_watchdog_floor() -> None:
+    # A 61 s stall the gateway ended just before a 60 s watchdog's scaled timer fired on a busy
+    # machine: the wire shows a whole stream, the agent rightly gave up on it.
+    def after_stall(seconds: float) -> str:
+        j = Journal()
+        e = j.chat(200, body=STREAM, fault="stall")
+        e["fault_params"] = {"after_events": 1, "seconds": seconds}
+        j.chat(200, body=PLAIN)
+        f = run_check("STR-09", j.evidence([j.event("turn_end", reason="completed")]))
+        return f"{f.outcome}: {f.observed}"
+
+    assert after_stall(61).startswith("not_applicable")
+    assert after_stall(5).startswith("fail: healthy seq 0 resent")
+
+
+def test_str09_does_not_call_healthy_a_stream_still_being_written() -> None:
+    # The agent hung up and ended its turn before the gateway's next write found it gone: the
+    # record still reads as it began (no end stamp, nothing kept yet).
+    j = Journal()
+    e = _rechunked(j)
+    e["response"].update(sent="", sent_bytes=0, t_end_ns=None)
+    j.chat(200, body=PLAIN)
+    f = run_check("STR-09", j.evidence([j.event("turn_end", reason="completed")]))
+    assert f.outcome == "not_applicable", f.observed
+
+
 def test_str15_pass_and_fail() -> None:
     good = Journal()
     broken(good, "in_band_error")

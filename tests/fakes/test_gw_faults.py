@@ -10,6 +10,7 @@ import httpx
 import pytest
 from gw_wire import events, full_stream, last_json, post, post_raw, scenario
 
+from fakes.faults import FAULTS
 from fakes.plan import make_plan
 from fakes.pytest_plugin import sessions_on
 from fakes.scenario import Scenario
@@ -411,6 +412,42 @@ def test_rechunk_and_pace_keep_every_byte_in_every_dialect(dialect, fault):
         assert len(writes) == len(plain.chunks) + 1
         assert all(not w.endswith(b"\n") for w in writes[:-1])
         assert [c.delay for c in got.chunks if c.delay] == [0.1] * (len(writes) - 1)
+
+
+@pytest.mark.parametrize("dialect", ["openai_chat", "anthropic_messages", "openai_responses"])
+def test_split_events_cuts_the_data_line_not_an_event_line_before_it(dialect):
+    step = Scenario.from_dict(
+        scenario({"reply": REPLY, "fault": {"rechunk": {"split_events": True}}})
+    ).script[0]
+    writes = _writes(make_plan(step, BODY, dialect).chunks)
+    for w in writes[:-1]:
+        last = w.rsplit(b"\n", 1)[-1]  # the line this write leaves open
+        assert last.startswith(b"data:") and len(last) > len(b"data:"), (dialect, w[-60:])
+
+
+@pytest.mark.parametrize("dialect", ["openai_chat", "anthropic_messages", "openai_responses"])
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"rechunk": {"split_events": True, "interval": 1}},
+        {"rechunk": {"bytes": 1, "interval": 0.5}},
+        {"rechunk": {"bytes": [3, 50], "interval": 0.1}},
+        {"rechunk": {"bytes": 7}},
+        {"pace": {"events_per_s": 20, "first_token": 0.5}},
+        {"pace": {"token_latency": 2}},
+    ],
+)
+def test_event_gap_is_the_longest_wait_for_an_event_on_the_plan(dialect, fault):
+    step = Scenario.from_dict(scenario({"reply": REPLY, "fault": fault})).script[0]
+    plan = make_plan(step, BODY, dialect)
+    t = last = worst = 0.0
+    for c in plan.chunks:  # the schedule the writer keeps: each chunk due its delay later
+        t += c.delay
+        if c.event:
+            worst, last = max(worst, t - last), t
+    sent = b"".join(c.data for c in plan.chunks)
+    name, params = next(iter(fault.items()))
+    assert FAULTS[name].event_gap_s(params, sent) == pytest.approx(worst)
 
 
 def _writes(chunks: list) -> list[bytes]:
