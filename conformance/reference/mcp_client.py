@@ -272,6 +272,7 @@ class McpClient:
                 ) as resp:
                     sent = True
                     if resp.status == 404 and self._sid and method != "initialize":
+                        self._sid = None  # never sent again
                         raise _Expired()
                     if resp.status >= 400:
                         body = (await resp.read()).decode("utf-8", "replace")[:200]
