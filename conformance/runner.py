@@ -477,6 +477,7 @@ def results_document(
     command: str,
     dialect: str = DEFAULT_DIALECT,
     timing: dict | None = None,
+    tool_transport: str = "http",
 ) -> dict:
     """Wrap agents' results into the results document of contracts §4 (``timing``: the run's
     measured timing allowances, ``conformance.timing``)."""
@@ -495,6 +496,7 @@ def results_document(
             "command": command,
             "harness_version": __version__,
             "dialect": dialect,
+            "tool_transport": tool_transport,
             **({"timing": timing} if timing is not None else {}),
         },
         "catalogue": [asdict(c) for c in CATALOGUE],

@@ -383,6 +383,7 @@ class RunSession:
             interrupted=interrupted,
             command=self.command,
             dialect=self.settings.dialect,
+            tool_transport=self.settings.tool_transport,
             timing=run_timing(list(self._calibrations.values())),
         )
         if self.selection is not None:

@@ -145,6 +145,7 @@ def test_cli_tool_transport_runs_over_mcp_and_says_so_in_the_rerun_line(tmp_path
     validate_results(doc)
     agent = doc["agents"][0]
     assert rc == 0 and agent["criteria"]["MCP-02"]["verdict"] == "PASS"
+    assert doc["run"]["tool_transport"] == "mcp"
     assert "--tool-transport mcp " in agent["scenarios"][0]["rerun"]
 
 
