@@ -224,7 +224,8 @@ class McpClient:
             return "error", f"MCP error {code}: {text}", "mcp"
         result = message.get("result")
         result = result if isinstance(result, dict) else {}
-        parts = result.get("content") if isinstance(result.get("content"), list) else []
+        content = result.get("content")
+        parts: list[Any] = content if isinstance(content, list) else []
         text = "\n".join(
             str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text"
         )
