@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .mcp_client import McpSwitches
+
 __all__ = ["Behaviours"]
 
 
@@ -86,3 +88,18 @@ class Behaviours:
     block_ignored_tool: bool = True  # off: an ignored loop reminder keeps the tool offered (LOP-02)
     tool_call_cap: bool = True  # off: no cap on tool calls per turn (LOP-03)
     sse_across_reads: bool = True  # off: each network read is taken as whole events (STR-09)
+    # The MCP client's recoveries (tools over MCP): off, each breaks its MCP criterion.
+    mcp_error_results: bool = True  # off: a failed MCP call raises, the turn crashes (MCP-01)
+    mcp_reinitialize: bool = True  # off: an expired MCP session is not initialized again (MCP-02)
+    mcp_cut_results: bool = True  # off: a cut or unreadable MCP answer raises (MCP-03)
+    mcp_list_changes: bool = True  # off: tools/list_changed is ignored (MCP-04)
+
+    @property
+    def mcp(self) -> McpSwitches:
+        """The MCP client's switches."""
+        return McpSwitches(
+            error_results=self.mcp_error_results,
+            reinitialize=self.mcp_reinitialize,
+            cut_results=self.mcp_cut_results,
+            follow_list_changes=self.mcp_list_changes,
+        )
