@@ -165,6 +165,11 @@ def _model_requests(journal: Journal) -> list[Any]:
     return [e for e in journal.get("entries") or [] if e.get("kind") == "chat"]
 
 
+# "Never crash": an agent that exits, or dies of a signal, on its own before its turn ended
+# fails it (``RunOutcome.crashed``); every other criterion of that run is an ERROR.
+CRASH_CRITERION = "ERR-05"
+
+
 def _settle(outcome: RunOutcome, journal: Journal) -> tuple[str, str | None]:
     """The scenario's status and error, from the adapter's outcome and the wire.
 
@@ -343,6 +348,9 @@ def run_scenario(
             v = "INFORMATIONAL"
             exp = f"applies only in {', '.join(crit.dialects)}"
             obs = f"not applicable in this dialect ({dialect})"
+        elif status == "error" and outcome.crashed and cid == CRASH_CRITERION:
+            # The agent ended itself mid-turn: the crash ERR-05 forbids, not a broken run.
+            v, exp, obs = "FAIL", "the turn ends with turn_end, whatever fails", error or ""
         elif status in ("error", "timeout"):
             v, exp, obs, partial = _judge_unfinished(cid, crit, ev, status, error or "")
         else:

@@ -110,6 +110,11 @@ BROKEN = [
     ("fallback_switch", "str/str-12-fallback-off.yaml", "STR-12"),
     ("finish_completes", "str/str-13-finish-without-done.yaml", "STR-13"),
     ("tool_call_log", "dbg/dbg-03-tool-call-log.yaml", "DBG-03"),
+    ("typed_errors", "err/err-01-401-auth.yaml", "ERR-01"),
+    ("name_recovery_tried", "err/err-04-after-model-fallback.yaml", "ERR-04"),
+    ("identical_retries", "rty/rty-05-status-503.yaml", "RTY-12"),
+    # It dies mid-turn: ERR-05 FAIL, every other criterion of the run an ERROR.
+    ("contain_crashes", "str/str-14-malformed-event.yaml", "ERR-05"),
     # The tool layer: each copy has one classic bug of its own.
     ("reject_unknown_tools", "tol/tol-01-unknown-tool.yaml", "TOL-01"),
     # Listing every tool names the closest too: only a suggestion passes TOL-01.
@@ -142,6 +147,19 @@ def test_broken_copy_fails_its_criterion(gateway, switch, scenario, criterion):
     # A MUST broken is a FAIL; a SHOULD or MAY, NON-STRICT.
     failing = "FAIL" if by_id(criterion).level == "MUST" else "NON-STRICT"
     assert verdicts[criterion]["verdict"] == failing, verdicts[criterion]
+
+
+def test_an_outside_agent_that_dies_mid_turn_fails_never_crash_and_nothing_else(gateway):
+    import sys
+
+    from conformance.adapters import make_adapter
+
+    sc = load_scenario(CRITERIA / "str" / "str-14-malformed-event.yaml")
+    cmd = f"cmd:{sys.executable} -m conformance.reference adapter --off contain_crashes"
+    entry, verdicts = run_scenario(gateway, make_adapter(cmd), sc)
+    assert entry["status"] == "error" and "exited with status 1 before turn_end" in entry["error"]
+    assert verdicts["ERR-05"]["verdict"] == "FAIL"
+    assert {v["verdict"] for k, v in verdicts.items() if k != "ERR-05"} == {"ERROR"}
 
 
 def test_a_copy_that_exits_89_after_its_turn_is_an_error_not_unsupported(gateway):

@@ -224,6 +224,7 @@ class CommandAdapter:
         events: list[dict] = []
         hello: dict | None = None
         status, error = "error", None
+        crashed = False
         try:
             proc = self._spawn(req)
         except OSError as exc:
@@ -261,6 +262,9 @@ class CommandAdapter:
                     status, error = self._after_eof(
                         proc, reader, len(events), lineno, "hello" if probe else "turn_end"
                     )
+                    # It ended on its own before its turn did (the harness stopped nothing).
+                    crashed = status == "crashed" and not probe
+                    status = "error" if status == "crashed" else status
                     break
                 lineno += 1
                 t_ns = time.monotonic_ns()
@@ -305,6 +309,7 @@ class CommandAdapter:
             hello=hello,
             log=reader.log(),
             error=redact(error, key) if error else None,
+            crashed=crashed,
         )
 
     @staticmethod
@@ -333,7 +338,8 @@ class CommandAdapter:
     def _after_eof(
         self, proc: subprocess.Popen, reader: _Reader, n_events: int, lineno: int, awaited: str
     ) -> tuple[str, str | None]:
-        """stdout ended (or overflowed) before the ``awaited`` event: find out why."""
+        """stdout ended (or overflowed) before the ``awaited`` event: find out why ("crashed":
+        the agent exited, or died of a signal, on its own)."""
         if reader.stdout_overflow:
             return "error", f"stdout flood: more than {self.max_stdout_bytes} bytes of events"
         if reader.line_too_long:
@@ -347,4 +353,4 @@ class CommandAdapter:
         if rc == EXIT_UNSUPPORTED:
             return "unsupported", "agent exited with status 89 (scenario unsupported)"
         how = f"killed by signal {-rc}" if rc < 0 else f"exited with status {rc}"
-        return "error", f"agent {how} before {awaited} ({n_events} events received)"
+        return "crashed", f"agent {how} before {awaited} ({n_events} events received)"

@@ -55,6 +55,10 @@ class RunOutcome:
     hello: dict | None
     log: str  # the agent's stderr / log, capped in size (not redacted)
     error: str | None  # what went wrong, for error/timeout/unsupported
+    # The agent ended on its own before its turn did: it exited (or died of a signal) with no
+    # turn_end, the harness neither stopping nor killing it. ERR-05 ("never crash") is then a
+    # FAIL, not an ERROR of the run.
+    crashed: bool = False
 
 
 class Adapter(Protocol):

@@ -72,8 +72,17 @@ class ReferenceAdapter:
             # The front end of this broken copy exits 89 once turn_end is written.
             status = "unsupported"
             error = "exit 89 (unsupported) came after the turn: turn_end was already written"
+        # It raised before its turn ended: as an outside program, that is its process dying.
+        crashed = (
+            status == "error" and not ended and str(error).startswith("reference agent raised")
+        )
         return RunOutcome(
-            status=status, events=snapshot, hello=hello, log=state["log"][:1_000_000], error=error
+            status=status,
+            events=snapshot,
+            hello=hello,
+            log=state["log"][:1_000_000],
+            error=error,
+            crashed=crashed,
         )
 
     async def _turn(self, req: RunRequest, emit) -> tuple[str, str | None]:

@@ -206,7 +206,8 @@ class CoreBase:
         self._out.append(EmitMessage(self._new_id(), role, text, None, None, meta))
 
     def _error(self, kind: str, message: str) -> Phase:
-        self._out.append(ShowError(kind, message))
+        # A broken copy (typed_errors off) shows every error untyped (ERR-01).
+        self._out.append(ShowError(kind if self.b.typed_errors else "error", message))
         return self._end("error")
 
     def _leak(self, kind: str, message: str) -> None:

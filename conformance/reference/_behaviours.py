@@ -68,6 +68,10 @@ class Behaviours:
     fallback_switch: bool = True  # off: stream_fallback: false in the config is ignored (STR-12)
     training_mode_refusal: bool = True  # off: training-data mode repairs history too (CTX-04)
     tool_call_log: bool = True  # off: no structured record per tool call (DBG-03)
+    typed_errors: bool = True  # off: every surfaced error has the kind "error" (ERR-01)
+    name_recovery_tried: bool = True  # off: a surfaced error names no recovery tried (ERR-04)
+    identical_retries: bool = True  # off: a retry carries a note of its attempt (RTY-12)
+    contain_crashes: bool = True  # off: a malformed event raises, the agent dies mid-turn (ERR-05)
     # The tool layer's broken copies (off = a classic tool-layer bug).
     reject_unknown_tools: bool = True  # off: an unknown tool's call goes to the tool host (TOL-01)
     suggest_closest_tool: bool = True  # off: the unknown-tool error suggests no name (TOL-01)

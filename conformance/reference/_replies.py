@@ -77,6 +77,8 @@ class Replies(Tools):
         try:
             parsed = json.loads(data)
         except json.JSONDecodeError:
+            if not self.b.contain_crashes:
+                raise  # a broken copy: an unreadable event is a bug that takes it down (ERR-05)
             return self._stream_failed(f"malformed event: {data[:80]!r}")
         if not isinstance(parsed, dict) or "error" in parsed:
             return self._stream_failed(f"error event: {data[:200]}")

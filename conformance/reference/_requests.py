@@ -159,6 +159,8 @@ class Requests(CoreBase):
 
     def _named(self, message: str) -> str:
         """The error text plus the turn-level recovery already tried (ERR-04)."""
+        if not self.b.name_recovery_tried:
+            return message  # a broken copy: the error says nothing of what was tried
         tried = []
         if self.model != str(self.start.get("model", "")):
             tried.append(f"model fallback to {self.model!r}")

@@ -445,7 +445,7 @@ async def run_protocol(
     emit = _redacting(emit, redactor)  # the one way out for events
     emit(dict(HELLO))
     ssl_ctx: Any = ssl_mod.create_default_context(cafile=ca_file) if ca_file else None
-    reason = "error"
+    reason, crashed = "error", False
     driver: _Driver | None = None
     async with aiohttp.ClientSession() as session:
         try:
@@ -465,10 +465,14 @@ async def run_protocol(
             )
             reason = await driver.run()
         except Exception as exc:  # a bug must still end the turn
+            if not behaviours.contain_crashes:
+                crashed = True  # a broken copy: the bug takes the agent down (ERR-05)
+                raise
             emit({"type": "error", "kind": "bad_request", "message": f"agent error: {exc}"})
             reason = "aborted" if abort.is_set() else "error"
         finally:
             if driver is not None:
                 await driver.shutdown()
-            emit({"type": "turn_end", "reason": reason})
+            if not crashed:
+                emit({"type": "turn_end", "reason": reason})
     return reason

@@ -270,6 +270,10 @@ class TurnCore(Replies):
 
     def _on_wait_over(self, event: TimerFired) -> Phase:
         self._wait_timer = None
+        if not self.b.identical_retries:
+            # Broken copy: the retry is rebuilt with a note of the attempt in it (RTY-12).
+            note = {"role": "user", "content": f"(attempt {self._retries + 1})"}
+            self._body = {**self._body, "messages": [*self._body["messages"], note]}
         return self._send()
 
     def _on_stop_hook(self, event: StopHookDone) -> Phase:
