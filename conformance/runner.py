@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from conformance import __version__
 from conformance.adapters.interface import (
@@ -49,7 +49,7 @@ from conformance.evidence import Evidence
 from conformance.timing import DEFAULT_TIMING, Timing
 from conformance.verdicts import aggregate, verdict_for
 from conformance.verify import verified
-from fakes import Scenario, SyncGateway
+from fakes import FakesError, Scenario, SyncGateway
 from fakes.dialects import NAMES
 from fakes.journal import Journal
 
@@ -168,6 +168,26 @@ def _model_requests(journal: Journal) -> list[Any]:
 # "Never crash": an agent that exits, or dies of a signal, on its own before its turn ended
 # fails it (``RunOutcome.crashed``); every other criterion of that run is an ERROR.
 CRASH_CRITERION = "ERR-05"
+
+
+# How long the journal may take to record the end of responses the agent left behind.
+SETTLE_S = 0.5
+
+
+def _settled_journal(session: Any) -> Journal:
+    """The session's journal once every model response in it has its end recorded (the agent
+    has stopped: a reply it hung up on ends as soon as the gateway notices), waiting at most
+    ``SETTLE_S``: a check then never takes a reply still being written for a whole one."""
+
+    def settled(j: Journal) -> bool:
+        return all(
+            (e.get("response") or {}).get("end") for e in j["entries"] if e.get("kind") == "chat"
+        )
+
+    try:
+        return cast(Journal, session.wait_for(settled, timeout=SETTLE_S))
+    except FakesError:
+        return cast(Journal, session.journal())
 
 
 def _settle(outcome: RunOutcome, journal: Journal) -> tuple[str, str | None]:
@@ -301,7 +321,7 @@ def run_scenario(
                 done.set()
                 if watcher:
                     watcher.join(1)
-            journal = session.journal()
+            journal = _settled_journal(session)
             debug_files = _read_debug_files(debug_dir)
         gateway.drop_session(session.id)
 
