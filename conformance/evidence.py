@@ -16,6 +16,7 @@ from typing import Any, TypeGuard, cast
 
 from conformance.canon import canonical_journal
 from conformance.catalogue import by_id
+from conformance.executions import tool_executions
 from conformance.timing import DEFAULT_TIMING, EARLY_SLACK_S, LATE_FLOOR_S, Timing
 from fakes.faults import FAULTS
 from fakes.journal import ChatEntry, Entry, Journal, Response, ToolEntry
@@ -63,10 +64,6 @@ def response_of(entry: Entry) -> Response:
 
 def _is_chat(entry: Entry) -> TypeGuard[ChatEntry]:
     return entry.get("kind") == "chat"
-
-
-def _is_tool(entry: Entry) -> TypeGuard[ToolEntry]:
-    return entry.get("kind") == "tool"
 
 
 def is_failed(entry: Entry) -> bool:
@@ -167,6 +164,7 @@ class Evidence:
     overhead_spread_s: float = 0.0
     # The journal as recorded (what was on the wire); ``journal`` is its chat-completions view.
     raw_journal: Journal = field(init=False, repr=False)
+    _tools: list[ToolEntry] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.journal, dict) or not isinstance(self.journal.get("entries"), list):
@@ -177,6 +175,7 @@ class Evidence:
         self.journal = cast(Journal, canonical_journal(cast(dict[str, Any], self.journal)))
         if not self.time_scale or self.time_scale <= 0:
             raise ValueError(f"Evidence.time_scale must be > 0, got {self.time_scale!r}")
+        self._tools = tool_executions(self.journal["entries"])
 
     # --- wire -------------------------------------------------------------------------------
     @property
@@ -200,8 +199,9 @@ class Evidence:
         return [e.get("body") or {} for e in self.chat()]
 
     def tool_entries(self) -> list[ToolEntry]:
-        """Hosted tool invocations in arrival order."""
-        return [e for e in self.journal["entries"] if _is_tool(e)]
+        """Hosted tool executions in arrival order, over HTTP or MCP, in one shape (an MCP
+        ``tools/call`` as the tool host's HTTP entry: ``conformance.executions``)."""
+        return list(self._tools)
 
     @staticmethod
     def mode(entry: Entry) -> bool:
