@@ -143,11 +143,47 @@ print(json.dumps({"type": "text", "part": {"messageID": "m1", "text": text}}))
 """
 )
 
+# --- Codex: -c mcp_servers.<name>.url, tools inside a Responses `namespace` tool ------------
+
+CODEX = """
+import tomllib
+argv = sys.argv
+overrides = dict(argv[i + 1].split("=", 1) for i, a in enumerate(argv) if a == "-c")
+url = json.loads(overrides["mcp_servers.conformance.url"])
+assert json.loads(overrides["mcp_servers.conformance.default_tools_approval_mode"]) == "approve"
+config = tomllib.load(open(os.path.join(os.environ["CODEX_HOME"], "config.toml"), "rb"))
+provider = config["model_providers"][config["model_provider"]]
+mcp = Mcp(url)
+space = {"type": "namespace", "name": "mcp__conformance", "tools": [
+    {"type": "function", "name": t["name"], "parameters": t["inputSchema"]} for t in mcp.tools]}
+items = [{"role": "user", "content": argv[argv.index("--json") + 1]}]
+headers = {"Authorization": "Bearer " + os.environ[provider["env_key"]],
+           "Content-Type": "application/json"}
+text = ""
+for _ in range(4):
+    body = {"model": config["model"], "input": items, "tools": [space], "stream": False}
+    out = post(provider["base_url"] + "/responses", body, headers)[1]["output"]
+    items.extend(out)
+    calls = [o for o in out if o["type"] == "function_call"]
+    text = "".join(c["text"] for o in out if o["type"] == "message" for c in o["content"])
+    if not calls:
+        break
+    for c in calls:
+        # As Codex: a call routes by its namespace; without one it is not an MCP tool.
+        if c.get("namespace") == "mcp__conformance" and CALLS_TOOL_HOST:
+            result, _ = mcp.call(c["name"], json.loads(c["arguments"]))
+        else:
+            result = "unsupported call: " + c["name"]
+        items.append({"type": "function_call_output", "call_id": c["call_id"], "output": result})
+print(json.dumps({"type": "item.completed", "item": {"type": "agent_message", "text": text}}))
+"""
+
 AGENTS = {
     "claude-code-2-1-332": (CLAUDE, "anthropic_messages"),
     "claude-code-2-1-197": (CLAUDE, "anthropic_messages"),
     "qwen-code": (QWEN, "openai_chat"),
     "opencode": (OPENCODE, "openai_chat"),
+    "codex": (CODEX, "openai_responses"),
 }
 
 RAISES = {
@@ -285,10 +321,3 @@ def test_unknown_placeholder_in_mcp_names_its_line(tmp_path):
     path = _profile(tmp_path, "mcp:\n  capabilities: [tools]\n  args: ['{mcp_endpiont}']\n")
     with pytest.raises(ProfileError, match=r"p\.yaml:6: .*unknown placeholder \{mcp_endpiont\}"):
         load_profile(path)
-
-
-def test_codex_profile_leaves_the_tools_out():
-    # Codex offers MCP tools as a Responses `namespace` tool, which the gateway does not script
-    # (docs/agents/codex.md): no MCP configuration, no `tools` capability.
-    ad = ShippedAdapter("codex")
-    assert not ad.profile.mcp and "tools" not in ad.capabilities()
