@@ -1,12 +1,14 @@
 """Broken copies of the reference agent against the whole suite (not a test; minutes).
 
-``python bench/broken_copies.py [--switch NAME ...] [--time-scale S]``
+``python bench/broken_copies.py [--switch NAME ...] [--time-scale S] [--tool-transport mcp]``
 
 For every behaviour switch of the reference agent (``Behaviours``), runs every scenario under
 ``scenarios/criteria`` with that one behaviour off and compares each criterion's aggregate verdict
 with the healthy agent's. Prints a Markdown table: the criteria each switch breaks (verdict
 worse than healthy) and, separately, any criterion that was not PASS for the healthy agent.
-Each switch should break the criteria it serves and nothing else.
+Each switch should break the criteria it serves and nothing else. The ``mcp_*`` switches break
+the MCP client, used only with ``--tool-transport mcp`` (over http their criteria are
+UNSUPPORTED, healthy or broken).
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent / "scenarios" / "criteria"
 RANK = {v: i for i, v in enumerate(SEVERITY)}  # lower is worse
 
 
-def verdicts(gw, adapter, scenarios, scale, timing) -> dict[str, str]:
-    agent = run_suite(gw, adapter, scenarios, time_scale=scale, timing=timing)
+def verdicts(gw, adapter, scenarios, scale, timing, transport="http") -> dict[str, str]:
+    agent = run_suite(
+        gw, adapter, scenarios, time_scale=scale, timing=timing, tool_transport=transport
+    )
     return {cid: c["verdict"] for cid, c in agent["criteria"].items()}
 
 
@@ -40,20 +44,21 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--switch", action="append", default=None, help="only these switches")
     p.add_argument("--time-scale", type=float, default=DEFAULT_TIME_SCALE)
+    p.add_argument("--tool-transport", choices=("http", "mcp"), default="http")
     args = p.parse_args()
     switches = args.switch or [f.name for f in dataclasses.fields(Behaviours)]
     scenarios = load_scenarios(ROOT)
     with GatewayProcess.running() as gw:  # as `conformance run` does, timing measured
         timing = measure(gw)
         t0 = time.monotonic()
-        healthy = verdicts(gw, ReferenceAdapter(), scenarios, args.time_scale, timing)
+        mode = args.tool_transport
+        healthy = verdicts(gw, ReferenceAdapter(), scenarios, args.time_scale, timing, mode)
         took = time.monotonic() - t0
         print(f"healthy run: {len(scenarios)} scenarios in {took:.1f} s", file=sys.stderr)
         rows = []
         for sw in switches:
-            broken = verdicts(
-                gw, ReferenceAdapter(Behaviours(**{sw: False})), scenarios, args.time_scale, timing
-            )
+            copy = ReferenceAdapter(Behaviours(**{sw: False}))
+            broken = verdicts(gw, copy, scenarios, args.time_scale, timing, mode)
             worse = sorted(
                 f"{cid} {broken[cid]}"
                 for cid in broken

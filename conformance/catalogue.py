@@ -12,6 +12,8 @@ data); this module reads and validates them once, at import. A row's fields:
   in; run in another, it is INFORMATIONAL. The file says why next to the list.
 - ``numbers`` (optional): the criterion's own numbers (a retry budget, a cap, a band), by name;
   its check reads them from here (``by_id("RTY-04").numbers["retries"]``), not from a literal.
+- ``beyond_seeds`` (optional, false when absent): the criterion is not in the seeds; its
+  ``source`` names where it comes from (production clients' code, the MCP specification).
 - ``timing`` (optional, false when absent): the verdict rests on how long the agent waited,
   measured on the wire (a wait against its band, a recovery before a silence ends). An agent on
   a fast clock whose own timing is too loose runs the scenarios of such criteria in real time
@@ -53,11 +55,12 @@ DIALECTS = NAMES  # the registry's names (fakes.dialects)
 # The area files in catalogue order (the order of docs/criteria.md and of `conformance list`).
 _AREA_ORDER = (
     "RTY", "STR", "TRN", "RSN", "TJS", "TOL", "FMT", "LOP", "CTX", "MFB", "ERR", "DBG", "CTL",
+    "MCP",
 )  # fmt: skip
 
 _ID = re.compile(r"^([A-Z]{3})-\d{2}$")
 _REQUIRED = ("id", "level", "title", "text", "source")
-_OPTIONAL = ("capability", "dialects", "numbers", "timing")
+_OPTIONAL = ("capability", "dialects", "numbers", "timing", "beyond_seeds")
 
 
 class CatalogueError(ConformanceError, ValueError):
@@ -76,6 +79,7 @@ class Criterion:
     source: str
     capability: str | None = None
     dialects: tuple[str, ...] = DIALECTS
+    beyond_seeds: bool = False  # not in the seeds: ``source`` says where it comes from
 
     @property
     def numbers(self) -> Mapping[str, float]:
@@ -133,8 +137,9 @@ def _criterion(area: str, row: Any, where: str) -> tuple[Criterion, Mapping[str,
         for k, v in numbers.items()
     ):
         raise CatalogueError(f"{where}: numbers {numbers!r} are not a mapping of name to number")
-    if not isinstance(row.get("timing", False), bool):
-        raise CatalogueError(f"{where}: timing {row['timing']!r} is not true or false")
+    for flag in ("timing", "beyond_seeds"):
+        if not isinstance(row.get(flag, False), bool):
+            raise CatalogueError(f"{where}: {flag} {row[flag]!r} is not true or false")
     criterion = Criterion(
         id=cid,
         level=row["level"],
@@ -144,6 +149,7 @@ def _criterion(area: str, row: Any, where: str) -> tuple[Criterion, Mapping[str,
         source=row["source"],
         capability=capability,
         dialects=tuple(dialects),
+        beyond_seeds=bool(row.get("beyond_seeds", False)),
     )
     return criterion, MappingProxyType(dict(numbers))
 

@@ -30,7 +30,10 @@ def as_markdown() -> str:
         "stands whatever would have come after. The others, which need the end of the turn, "
         "stay TIMEOUT or ERROR. A criterion marked *timing* rests on waits measured on the "
         "wire: an agent run on a fast clock whose own time between attempts is too uneven runs "
-        "its scenarios in real time (docs/agents/README.md, time warp).",
+        "its scenarios in real time (docs/agents/README.md, time warp). A source marked "
+        "*beyond the seeds* names where a criterion the seeds do not state comes from: the "
+        "code of production clients, or the MCP specification (the MCP criteria, judged on "
+        "the MCP wire of an agent run with `--tool-transport mcp`).",
     ]
     for area, name in AREAS.items():
         out += [
@@ -48,6 +51,6 @@ def as_markdown() -> str:
                 out.append(
                     f"| {c.id} | {c.level} | {c.capability or '-'} | {only} | {final} "
                     f"| {'timing' if c.timing else '-'} | {text} "
-                    f"| {c.source} |"
+                    f"| {'*beyond the seeds:* ' if c.beyond_seeds else ''}{c.source} |"
                 )
     return "\n".join(out) + "\n"

@@ -136,6 +136,15 @@ class RunSettings:
         cli=flag("--dialect"),
         plugin=flag("--conformance-dialect"),
     )
+    tool_transport: str = _option(
+        "http",
+        "how the agents reach the hosted tools: http (POST {tool_endpoint}/NAME) or mcp (the "
+        "session's MCP server; an agent that does not declare mcp_tools is UNSUPPORTED); "
+        "default: http",
+        choices=("http", "mcp"),
+        cli=flag("--tool-transport"),
+        plugin=flag("--conformance-tool-transport"),
+    )
     report_dir: Path | None = _option(
         None,
         "write the HTML, JUnit and Markdown report here",

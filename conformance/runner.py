@@ -12,6 +12,11 @@ A run speaks one wire dialect (``openai_chat`` by default; ``anthropic_messages`
 ``openai_responses``): the start message carries it, an agent that does not declare
 ``dialect:<name>`` gets UNSUPPORTED for every scenario, and a criterion whose catalogue entry
 names the dialects it applies in is INFORMATIONAL in the others.
+
+A run reaches the hosted tools over one transport (``http`` by default, or ``mcp``: the start
+message names it, with the session's MCP endpoint). Over ``mcp`` an agent that does not declare
+``mcp_tools`` gets UNSUPPORTED for every scenario; over ``http`` an agent's ``mcp_tools`` counts
+as undeclared, since its tools do not go over MCP (a criterion of the MCP wire is UNSUPPORTED).
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ from fakes.journal import Journal
 __all__ = [
     "DEFAULT_DIALECT",
     "DIALECTS",
+    "MCP_TOOLS",
+    "TOOL_TRANSPORTS",
     "DEADLINE_GRACE_S",
     "DEFAULT_DEADLINE_S",
     "DEFAULT_TIME_SCALE",
@@ -66,6 +73,8 @@ __all__ = [
 DEFAULT_TIME_SCALE = 0.02
 DEFAULT_DIALECT = "openai_chat"
 DIALECTS = NAMES  # the registry's names (fakes.dialects)
+TOOL_TRANSPORTS = ("http", "mcp")
+MCP_TOOLS = "mcp_tools"  # the capability of an agent that takes its hosted tools from MCP
 
 
 def _display_path(source: str) -> str:
@@ -78,12 +87,17 @@ def _display_path(source: str) -> str:
 
 
 def rerun_command(
-    scenario: Scenario, agent: str = "reference", dialect: str = DEFAULT_DIALECT
+    scenario: Scenario,
+    agent: str = "reference",
+    dialect: str = DEFAULT_DIALECT,
+    tool_transport: str = "http",
 ) -> str:
     """The command line that reruns one scenario (shown in the report)."""
     flag = "" if agent == "reference" else f"--agent {shlex.quote(agent)} "
     if dialect != DEFAULT_DIALECT:
         flag += f"--dialect {dialect} "
+    if tool_transport != "http":
+        flag += f"--tool-transport {tool_transport} "
     return f"conformance run {flag}--scenario {shlex.quote(_display_path(scenario.source))}"
 
 
@@ -106,6 +120,7 @@ def _start_message(
     time_scale: float,
     debug_dir: Path,
     dialect: str = DEFAULT_DIALECT,
+    tool_transport: str = "http",
 ) -> dict:
     config = {"fallback_model": None, "max_output_tokens": None, **scenario.config}
     start = {
@@ -116,6 +131,8 @@ def _start_message(
         "prompt": scenario.prompt,
         "tools": scenario.tools,
         "tool_endpoint": session.tool_endpoint,
+        "tool_transport": tool_transport,
+        "mcp_endpoint": session.mcp_endpoint,
         "time_scale": time_scale,
         "debug_dir": str(debug_dir),
         "config": config,
@@ -206,16 +223,24 @@ def run_scenario(
     rerun: str = "",
     dialect: str = DEFAULT_DIALECT,
     timing: Timing = DEFAULT_TIMING,
+    tool_transport: str = "http",
 ) -> tuple[dict, dict[str, dict]]:
-    """Run one scenario in ``dialect``; return its results entry and {criterion id: scenario
-    verdict entry}. Timing checks judge with ``timing``'s allowances (``conformance.timing``)."""
-    caps = adapter.capabilities()
+    """Run one scenario in ``dialect``, its tools over ``tool_transport``; return its results
+    entry and {criterion id: scenario verdict entry}. Timing checks judge with ``timing``'s
+    allowances (``conformance.timing``)."""
+    if tool_transport not in TOOL_TRANSPORTS:
+        raise ValueError(f"unknown tool transport {tool_transport!r}; known: http, mcp")
+    caps = set(adapter.capabilities())
+    if tool_transport != "mcp":
+        caps.discard(MCP_TOOLS)  # its tools do not go over MCP in this run
     on_timing = any(by_id(c).timing for c in scenario.criteria)
     scale = run_time_scale(adapter, time_scale, on_timing)
     needed = set(scenario.capabilities)
     speaks = dialect_capability(dialect)
     if speaks is not None:
         needed.add(speaks)
+    if tool_transport == "mcp":
+        needed.add(MCP_TOOLS)
     missing = sorted(needed - caps)
     criteria = list(dict.fromkeys([*scenario.criteria, *INVARIANTS]))
     api_key = "sk-conformance-" + _secrets.token_hex(16)
@@ -226,6 +251,8 @@ def run_scenario(
             why += (
                 f" (the agent does not declare {speaks}, so it is not run in the {dialect} dialect)"
             )
+        elif MCP_TOOLS in missing and tool_transport != "mcp":
+            why += " (the run's tools go over http: --tool-transport mcp runs them over MCP)"
         outcome = RunOutcome("unsupported", [], None, "", why)
         journal: Journal = {
             "session": "",
@@ -244,7 +271,7 @@ def run_scenario(
             workdir.mkdir()
             debug_dir.mkdir()
             req = RunRequest(
-                start=_start_message(scenario, session, scale, debug_dir, dialect),
+                start=_start_message(scenario, session, scale, debug_dir, dialect, tool_transport),
                 base_url=session.base_url,
                 api_key=api_key,
                 ca_file=gateway.ca_file if scenario.tls else None,
@@ -305,7 +332,10 @@ def run_scenario(
             )
         elif status == "unsupported" or (crit.capability and crit.capability not in caps):
             need = crit.capability or ", ".join(missing) or "the scenario"
-            v, exp, obs = "UNSUPPORTED", f"capability {need}", "not declared by the agent"
+            obs = "not declared by the agent"
+            if MCP_TOOLS in (crit.capability, *missing) and tool_transport != "mcp":
+                obs = "the run's tools go over http, not MCP (--tool-transport mcp)"
+            v, exp = "UNSUPPORTED", f"capability {need}"
         elif not _applies_in(crit, dialect):
             v = "INFORMATIONAL"
             exp = f"applies only in {', '.join(crit.dialects)}"
@@ -404,6 +434,7 @@ def run_suite(
     dialect: str = DEFAULT_DIALECT,
     timing: Timing = DEFAULT_TIMING,
     verify: int = 0,
+    tool_transport: str = "http",
 ) -> dict:
     """Run ``scenarios`` in order in ``dialect``; return the agent's results entry (contracts
     §4). With ``verify``, a failed timing verdict is rerun (``conformance.verify``)."""
@@ -423,6 +454,7 @@ def run_suite(
                     rerun=rerun(scenario),
                     dialect=dialect,
                     timing=timing,
+                    tool_transport=tool_transport,
                 )
 
             entry, verdicts = verified(once(), once, verify)
@@ -445,6 +477,7 @@ def results_document(
     command: str,
     dialect: str = DEFAULT_DIALECT,
     timing: dict | None = None,
+    tool_transport: str = "http",
 ) -> dict:
     """Wrap agents' results into the results document of contracts §4 (``timing``: the run's
     measured timing allowances, ``conformance.timing``)."""
@@ -463,6 +496,7 @@ def results_document(
             "command": command,
             "harness_version": __version__,
             "dialect": dialect,
+            "tool_transport": tool_transport,
             **({"timing": timing} if timing is not None else {}),
         },
         "catalogue": [asdict(c) for c in CATALOGUE],

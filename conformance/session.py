@@ -265,7 +265,7 @@ class RunSession:
         """Run every agent over ``scenarios`` in order; return whether Ctrl-C or SIGTERM stopped
         it (the scenario in flight is then dropped whole, the ones that ran are kept)."""
         stop = threading.Event()
-        dialect = self.settings.dialect
+        dialect, transport = self.settings.dialect, self.settings.tool_transport
         agents = []
         try:
             for agent in self.agents:
@@ -273,7 +273,7 @@ class RunSession:
                 self.ready(agent.adapter)
 
                 def rerun(s: Scenario, spec: str = spec) -> str:
-                    return rerun_command(s, spec, dialect)
+                    return rerun_command(s, spec, dialect, transport)
 
                 gateway = self.gateway()
                 result = run_suite(
@@ -287,6 +287,7 @@ class RunSession:
                     dialect=dialect,
                     timing=self.timing,
                     verify=self.verify,
+                    tool_transport=transport,
                 )
                 result["name"] = agent.label
                 agents.append(result)
@@ -300,7 +301,7 @@ class RunSession:
     def run_scenario(self, label: str, scenario: Any, *, index: int) -> ScenarioRun:
         """Run one scenario with the agent ``label`` (a pytest item's run)."""
         agent = self.agent(label)
-        dialect = self.settings.dialect
+        dialect, transport = self.settings.dialect, self.settings.tool_transport
         self.ready(agent.adapter)
         gateway = self.gateway()
 
@@ -310,8 +311,9 @@ class RunSession:
                 agent.adapter,
                 scenario,
                 time_scale=self.time_scale,
-                rerun=rerun_command(scenario, agent.spec, dialect),
+                rerun=rerun_command(scenario, agent.spec, dialect, transport),
                 dialect=dialect,
+                tool_transport=transport,
                 timing=self.timing,
             )
 
@@ -381,6 +383,7 @@ class RunSession:
             interrupted=interrupted,
             command=self.command,
             dialect=self.settings.dialect,
+            tool_transport=self.settings.tool_transport,
             timing=run_timing(list(self._calibrations.values())),
         )
         if self.selection is not None:

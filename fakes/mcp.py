@@ -38,6 +38,8 @@ SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
 LIST_CHANGED = "notifications/tools/list_changed"
 SERVER_INFO = {"name": "agent-conformance-tool-host", "version": "1"}
+# A permission_denied behaviour's text opens with this (the reason follows).
+DENIED_PREFIX = "Permission denied: "
 
 # JSON-RPC error codes (JSON-RPC 2.0; -32001 is MCP's request timeout).
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
@@ -321,6 +323,8 @@ async def _call(st: SessionState, e: McpEntry, rpc_id: Any, params: dict[str, An
         return _error(e, 200, SERVER_ERROR, str(err["message"]), rpc_id)
     if kind == "hang":  # the host gave up waiting for the tool
         return _error(e, 200, REQUEST_TIMEOUT, "tool timed out", rpc_id)
-    if err:  # error, permission_denied: the tool ran and failed
+    if kind == "permission_denied" and err:  # MCP has no denial of its own: the text says it
+        return _result(e, rpc_id, _text(f"{DENIED_PREFIX}{err['message']}", True))
+    if err:  # error: the tool ran and failed
         return _result(e, rpc_id, _text(str(err["message"]), True))
     return _result(e, rpc_id, _text(str(reply.get("output", "")), False))

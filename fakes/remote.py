@@ -50,6 +50,7 @@ class RemoteSession:
         self.id: str = urls["session"]
         self.base_url: str = urls["base_url"]
         self.tool_endpoint: str = urls["tool_endpoint"]
+        self.mcp_endpoint: str = urls["mcp_endpoint"]
 
     def journal(self) -> Journal:
         """Contracts §2 journal."""

@@ -39,6 +39,7 @@ from conformance.checks import (
     fmt,
     invariants,
     lop,
+    mcp,
     mfb,
     rsn,
     rty,
@@ -72,6 +73,7 @@ _AREAS = (
     err,
     dbg,
     ctl,
+    mcp,
     invariants,
 )
 

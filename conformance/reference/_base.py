@@ -101,7 +101,9 @@ class CoreBase:
             rand = rand.random
         self._rand: Callable[[], float] = rand or random.Random().random
         self.config: dict[str, Any] = dict(self.start.get("config") or {})
-        self.tools = list(tools) if tools is not None else tools_of(self.start)
+        self.tools: list[dict[str, Any]] = []
+        self._schemas: dict[str, Any] = {}
+        self.offer(list(tools) if tools is not None else tools_of(self.start))
         self.model = str(self.start.get("model", ""))
         self.phase = Phase.START
         self.reason: str | None = None  # the EndTurn reason once ended
@@ -137,9 +139,6 @@ class CoreBase:
         # None: no limit of our own on waiting for response headers.
         self.request_timeout_s = _positive(self.config.get("request_timeout_s"))
         self._request_timer: int | None = None
-        self._schemas = {
-            tool_name(t): (t.get("function") or {}).get("parameters") or {} for t in self.tools
-        }
         self._truncated = False
         self._reminders: list[str] = []
         self._last_text: str | None = None
@@ -154,6 +153,14 @@ class CoreBase:
     @property
     def ended(self) -> bool:
         return self.phase is Phase.DONE
+
+    def offer(self, tools: list[dict[str, Any]]) -> None:
+        """The tools offered from the next request on (OpenAI ``tools`` entries); a call of
+        another is unknown. The driver's word when its tool server lists other tools."""
+        self.tools = list(tools)
+        self._schemas = {
+            tool_name(t): (t.get("function") or {}).get("parameters") or {} for t in self.tools
+        }
 
     def _flush(self) -> list[Action]:
         out, self._out = self._out, []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .mcp_client import McpSwitches
+
 __all__ = ["Behaviours"]
 
 
@@ -44,3 +46,18 @@ class Behaviours:
     honest_exit: bool = True  # off: the front end exits 89 "unsupported" after turn_end
     strict_truncated_json: bool = True  # off: a dangling key is dropped and the call run (TJS-04)
     redact_own_key: bool = True  # off: the key a server echoes reaches events, logs, dumps (DBG-02)
+    # The MCP client's recoveries (tools over MCP): off, each breaks its MCP criterion.
+    mcp_error_results: bool = True  # off: a failed MCP call raises, the turn crashes (MCP-01)
+    mcp_reinitialize: bool = True  # off: an expired MCP session is not initialized again (MCP-02)
+    mcp_cut_results: bool = True  # off: a cut or unreadable MCP answer raises (MCP-03)
+    mcp_list_changes: bool = True  # off: tools/list_changed is ignored (MCP-04)
+
+    @property
+    def mcp(self) -> McpSwitches:
+        """The MCP client's switches."""
+        return McpSwitches(
+            error_results=self.mcp_error_results,
+            reinitialize=self.mcp_reinitialize,
+            cut_results=self.mcp_cut_results,
+            follow_list_changes=self.mcp_list_changes,
+        )

@@ -70,6 +70,7 @@ from .core import (
     TurnCore,
     WriteDebugDump,
 )
+from .mcp_client import McpClient
 from .redaction import Redactor
 from .toolbox import BATCH_TOOL, ToolBox, ToolSpec, write_log_line
 
@@ -126,6 +127,8 @@ HELLO: dict[str, Any] = {
         "background_tools",
         "batch_tools",
         "media",
+        # Hosted tools taken from MCP (start.tool_transport: mcp).
+        "mcp_tools",
         # Wire dialects beyond chat completions (start.dialect): those it has a codec for.
         *(f"dialect:{name}" for name in DIALECTS if name != "openai_chat"),
     ],
@@ -189,9 +192,19 @@ class _Driver:
             ToolSpec(t["name"], t.get("description", ""), t.get("parameters") or {})
             for t in start.get("tools") or []
         ]
+        mcp = None
+        if start.get("tool_transport") == "mcp" and start.get("mcp_endpoint"):
+            mcp = McpClient(
+                str(start["mcp_endpoint"]),
+                session,
+                ssl=ssl,
+                timeout_s=float(config.get("tool_timeout_s") or 120) * self.scale,
+                switches=behaviours.mcp,
+            )
         self.tools = ToolBox(
             specs,
             hosted_endpoint=start.get("tool_endpoint"),
+            mcp=mcp,
             workdir=workdir,  # local tools (read, write, edit, list, grep, shell) confined here
             time_scale=self.scale,
             timeout_s=float(config.get("tool_timeout_s") or 120),
@@ -207,6 +220,8 @@ class _Driver:
 
     # ---- the loop ----------------------------------------------------------------------
     async def run(self) -> str:
+        if await self.tools.connect():  # tools over MCP: offer the ones its server lists
+            self.core.offer(self.tools.specs_for_request(set()))
         self._apply(self.core.begin(asyncio.get_running_loop().time()))
         stopper = asyncio.ensure_future(self.abort.wait())
         finished = asyncio.ensure_future(self.finished.wait())
@@ -239,13 +254,16 @@ class _Driver:
         self._apply(self.core.handle(event, asyncio.get_running_loop().time()))
 
     async def shutdown(self) -> None:
-        """Cancel every task still running and let them finish cancelling."""
+        """Cancel every task still running and let them finish cancelling; end the MCP
+        session, if any (not after an abort: nothing is sent then)."""
         tasks = {t for t in self.tasks.values() if t is not asyncio.current_task()}
         self.tasks.clear()
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
+        if not self.abort.is_set():
+            await self.tools.close()
 
     def _spawn(self, key: tuple[str, Any], coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -345,6 +363,8 @@ class _Driver:
             self.feed(ToolOutcome(a.call_id, "final", res.output, res.status))
             return
         kind, text, error_type = await self.tools.attempt(a.call_id, a.name, a.arguments)
+        if self.tools.take_changes():  # the MCP server's tools changed: offer them from now on
+            self.core.offer(self.tools.specs_for_request(set()))
         self.feed(ToolOutcome(a.call_id, kind, text, error_type))
 
     async def _stop_hook(self) -> None:

@@ -6,6 +6,9 @@ pure :mod:`tool_policy`); this class carries out ONE attempt and reports its raw
 POSTs to the hosted tool endpoint, with no retry, no time limit and no cap: it returns
 ``(kind, text, error_type)`` with kind ``ok`` / ``error`` / ``transient`` / ``denied``. HTTP 503,
 ``transient``, connection errors and a tool-reported timeout (504, ``timeout``) are transient.
+With an MCP client (``start.tool_transport: mcp``) the hosted tools are the ones its server
+lists (:meth:`ToolBox.connect`) and an attempt is one MCP ``tools/call`` (:mod:`.mcp_client`);
+when the server's list changes, :meth:`ToolBox.take_changes` says so once.
 
 A tool named ``batch`` (TOL-09, docs/contracts.md §5) is run here as one unit: each item is one
 call of the tool it names, in order, decided with the same :mod:`tool_policy` functions (retries
@@ -26,6 +29,7 @@ import aiohttp
 
 from conformance.reference import tool_policy as policy
 from conformance.reference.local_tools import LOCAL_SPECS, LocalToolError, run_local
+from conformance.reference.mcp_client import McpClient, McpTool
 
 __all__ = ["ToolBox", "ToolResult", "ToolSpec"]
 
@@ -68,24 +72,52 @@ class ToolBox:
         session: aiohttp.ClientSession | None = None,
         ssl: Any = None,
         log_path: Path | None = None,
+        mcp: McpClient | None = None,
     ) -> None:
         if time_scale <= 0 or timeout_s <= 0 or output_limit < 0:
             raise ValueError("ToolBox: time_scale and timeout_s must be > 0, output_limit >= 0")
-        self._specs: dict[str, ToolSpec] = {s.name: s for s in specs}
-        self._local: set[str] = set()
-        if workdir is not None:
-            for name, (desc, params) in LOCAL_SPECS.items():
-                if name not in self._specs:
-                    self._specs[name] = ToolSpec(name, desc, params)
-                    self._local.add(name)
-        self._endpoint = hosted_endpoint.rstrip("/") if hosted_endpoint else None
         self._workdir = workdir
+        self._specs: dict[str, ToolSpec] = {}
+        self._local: set[str] = set()
+        self._host(specs)
+        self._mcp = mcp
+        self._endpoint = hosted_endpoint.rstrip("/") if hosted_endpoint else None
         self._scale = time_scale
         self._timeout_s = timeout_s
         self._limit = output_limit
         self._session = session
         self._ssl = ssl
         self._log_path = log_path
+
+    def _host(self, specs: list[ToolSpec]) -> None:
+        """The hosted tools are ``specs``; local tools fill in the names they leave free."""
+        self._specs = {s.name: s for s in specs}
+        self._local = set()
+        if self._workdir is not None:
+            for name, (desc, params) in LOCAL_SPECS.items():
+                if name not in self._specs:
+                    self._specs[name] = ToolSpec(name, desc, params)
+                    self._local.add(name)
+
+    async def connect(self) -> bool:
+        """Take the hosted tools from the MCP server (no MCP client: nothing to do); False when
+        it could not be reached (the tools of ``start`` stay offered, calls connect again)."""
+        if self._mcp is None:
+            return False
+        await self._mcp.start()
+        return self.take_changes()
+
+    def take_changes(self) -> bool:
+        """Whether the MCP server's tools were listed anew since the last look (then taken)."""
+        if self._mcp is None or not self._mcp.changed or self._mcp.tools is None:
+            return False
+        self._mcp.changed = False
+        self._host([_spec(t) for t in self._mcp.tools])
+        return True
+
+    async def close(self) -> None:
+        if self._mcp is not None:
+            await self._mcp.close()
 
     def specs_for_request(self, blocked: set[str]) -> list[dict]:
         """OpenAI ``tools`` entries, leaving out ``blocked`` tool names."""
@@ -121,6 +153,8 @@ class ToolBox:
                 return "ok", await run_local(name, args, self._workdir, None), ""
             except LocalToolError as exc:
                 return "error", str(exc), "local"
+        if self._mcp is not None:
+            return await self._mcp.attempt(name, args)
         if not self._endpoint:
             return "error", "", "unconfigured"
         session = self._session or aiohttp.ClientSession()
@@ -263,6 +297,10 @@ class ToolBox:
             len(result.output),
         )
         write_log_line(self._log_path, record)
+
+
+def _spec(t: McpTool) -> ToolSpec:
+    return ToolSpec(t.name, t.description, t.parameters)
 
 
 def write_log_line(path: Path, record: dict) -> None:

@@ -39,6 +39,7 @@ def test_scenario_loads_and_names_known_criteria(path: Path) -> None:
         "err",
         "dbg",
         "ctl",
+        "mcp",
     }
 
 

@@ -73,7 +73,7 @@ def test_sdk_client_lists_and_calls_tools_and_pings(http_session):
     assert texts[:3] == [
         (False, "wrote 2 bytes"),
         (True, "disk full"),
-        (True, "read-only checkout"),
+        (True, "Permission denied: read-only checkout"),
     ]
     assert texts[3][0] is False and len(texts[3][1]) == 5000
 

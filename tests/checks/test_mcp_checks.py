@@ -1,0 +1,152 @@
+"""The MCP checks fail the wire of a client that gets MCP wrong.
+
+The client is driven by hand (raw JSON-RPC over httpx) against a real gateway session, so each
+check is judged on what such a client really sends; the reference agent's own runs (passing,
+and its broken copies failing) are in ``tests/test_run_mcp.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from conformance.checks import run_check
+from conformance.evidence import Evidence
+from fakes.mcp import SESSION_HEADER
+from fakes.pytest_plugin import fake_gateway, sessions_on  # noqa: F401 (fixture)
+
+PARAMS = {"type": "object", "properties": {"path": {"type": "string"}}}
+ARGS = {"path": "a.txt"}
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+DONE = [{"type": "turn_end", "reason": "completed"}]
+
+
+def _scenario(mcp_faults: list[dict[str, Any]]) -> dict[str, Any]:
+    call = {"id": "call_1", "name": "write_file", "arguments": json.dumps(ARGS)}
+    gone = {"id": "call_2", "name": "delete_file", "arguments": json.dumps(ARGS)}
+    return {
+        "id": "t",
+        "criteria": ["MCP-02"],
+        "prompt": "p",
+        "tools": [{"name": "write_file", "parameters": PARAMS}, {"name": "delete_file"}],
+        "tool_host": {"write_file": [{"output": "wrote"}], "delete_file": [{"output": "gone"}]},
+        "mcp_faults": mcp_faults,
+        "script": [
+            {"reply": {"tool_calls": [call], "finish_reason": "tool_calls"}},
+            {"reply": {"tool_calls": [gone], "finish_reason": "tool_calls"}},
+            {"reply": {"text": "done"}},
+        ],
+    }
+
+
+class _Client:
+    """A hand-driven MCP client and model client of one gateway session."""
+
+    def __init__(self, c: httpx.Client, s: Any) -> None:
+        self.c, self.s, self.n, self.sid = c, s, 0, None
+
+    def chat(self) -> None:
+        body = {"model": "m", "messages": [{"role": "user", "content": "p"}]}
+        self.c.post(self.s.base_url + "/chat/completions", json=body).raise_for_status()
+
+    def rpc(self, method: str, params: dict[str, Any], sid: str | None = None) -> httpx.Response:
+        self.n += 1
+        headers = {"Accept": "application/json, text/event-stream"}
+        if sid or self.sid:
+            headers[SESSION_HEADER] = sid or self.sid or ""
+        msg = {"jsonrpc": "2.0", "id": self.n, "method": method, "params": params}
+        return self.c.post(self.s.mcp_endpoint, json=msg, headers=headers)
+
+    def initialize(self) -> str:
+        self.sid = None
+        self.sid = self.rpc("initialize", INIT).headers[SESSION_HEADER]
+        return self.sid
+
+    def call(self, name: str = "write_file", sid: str | None = None) -> httpx.Response:
+        return self.rpc("tools/call", {"name": name, "arguments": ARGS}, sid)
+
+
+@pytest.fixture
+def wire(fake_gateway: Any) -> Any:  # noqa: F811
+    made = sessions_on(fake_gateway)
+    make = next(made)
+
+    def drive(mcp_faults: list[dict[str, Any]], steps: Callable[[_Client], None]) -> Evidence:
+        s = make(_scenario(mcp_faults))
+        with httpx.Client(timeout=5.0) as c:
+            steps(_Client(c, s))
+        return Evidence(scenario=_scenario(mcp_faults), journal=s.journal(), events=DONE)
+
+    yield drive
+    next(made, None)
+
+
+EXPIRE = [{"fault": {"session_expired": {}}}]
+
+
+def _expired_then(after: Callable[[_Client, str], None]) -> Callable[[_Client], None]:
+    def steps(m: _Client) -> None:
+        m.chat()
+        old = m.initialize()
+        assert m.call().status_code == 404
+        after(m, old)
+
+    return steps
+
+
+def test_mcp_02_passes_one_initialize_and_one_retry(wire: Any) -> None:
+    ev = wire(EXPIRE, _expired_then(lambda m, old: (m.initialize(), m.call())))
+    assert run_check("MCP-02", ev).outcome == "pass", run_check("MCP-02", ev)
+
+
+def test_mcp_02_fails_the_expired_id_sent_again(wire: Any) -> None:
+    ev = wire(EXPIRE, _expired_then(lambda m, old: m.call(sid=old)))
+    finding = run_check("MCP-02", ev)
+    assert finding.outcome == "fail" and "expired session id sent again" in finding.observed
+
+
+def test_mcp_02_fails_no_retry_after_initialize(wire: Any) -> None:
+    ev = wire(EXPIRE, _expired_then(lambda m, old: m.initialize()))
+    finding = run_check("MCP-02", ev)
+    assert finding.outcome == "fail" and "not retried" in finding.observed
+
+
+def test_mcp_02_fails_a_second_initialize_for_the_call(wire: Any) -> None:
+    def again(m: _Client, old: str) -> None:
+        m.initialize()
+        m.initialize()
+        m.call()
+
+    finding = run_check("MCP-02", wire(EXPIRE, _expired_then(again)))
+    assert finding.outcome == "fail" and "2 initialize" in finding.observed
+
+
+CHANGE = [{"fault": {"list_changed": {"tools": [{"name": "write_file", "parameters": PARAMS}]}}}]
+
+
+def test_mcp_04_fails_a_call_of_a_tool_no_longer_listed(wire: Any) -> None:
+    def steps(m: _Client) -> None:
+        m.chat()
+        m.initialize()
+        m.call()  # its answer says the tools changed
+        m.rpc("tools/list", {})
+        m.chat()
+        m.call("delete_file")
+
+    finding = run_check("MCP-04", wire(CHANGE, steps))
+    assert finding.outcome == "fail" and "no longer listed" in finding.observed
+
+
+def test_mcp_04_fails_a_call_before_listing_anew(wire: Any) -> None:
+    def steps(m: _Client) -> None:
+        m.chat()
+        m.initialize()
+        m.call()
+        m.call()
+
+    finding = run_check("MCP-04", wire(CHANGE, steps))
+    assert finding.outcome == "fail" and "before listing anew" in finding.observed
