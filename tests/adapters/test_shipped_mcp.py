@@ -118,6 +118,7 @@ QWEN = (
 settings = json.load(open(os.path.join(os.getcwd(), ".qwen", "settings.json")))
 server = settings["mcpServers"]["conformance"]
 assert server["trust"] is True and server["alwaysLoadTools"] is True
+assert server["discoveryTimeoutMs"] == 300000
 assert {"write_file", "read_file"} <= set(settings["tools"]["disabled"])
 mcp = Mcp(server["httpUrl"])
 text = chat_loop(os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"],
