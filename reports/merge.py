@@ -3,8 +3,8 @@
 Theory of operation: ``conformance run --shard K/N`` runs the K-th of N parts of a scenario
 selection and marks its results with ``run.shard`` (``index``, ``count``, and ``selection``, a
 digest of the selected scenario ids, so that parts of different selections are never mixed).
-Documents whose ``run.shard`` agree on the count, the selection, the dialect and the agents'
-names are parts of one run; each such group becomes one document. An agent's scenarios are the
+Documents whose ``run.shard`` agree on the count, the selection, the dialect, the tool transport
+and the agents' names are parts of one run; each such group becomes one document. An agent's scenarios are the
 union of its parts' (in file order), and each criterion's verdict is computed again from all the
 scenario verdicts that cite it, the worst in the results contract's order, as one process running
 every scenario computes it. A criterion exercised in several shards is thus judged exactly as in
@@ -30,7 +30,8 @@ _SHARD_WORD = re.compile(r"\s--shard(?:=|\s+)\S+")
 def _key(doc: dict[str, Any]) -> tuple[Any, ...]:
     shard, run = doc["run"]["shard"], doc["run"]
     names = tuple(a["name"] for a in doc["agents"])
-    return (shard["count"], shard.get("selection"), run.get("dialect"), names)
+    transport = run.get("tool_transport") or "http"
+    return (shard["count"], shard.get("selection"), run.get("dialect"), transport, names)
 
 
 def _order(scenario: dict[str, Any]) -> tuple[str, str]:

@@ -136,6 +136,24 @@ def test_broken_mcp_copy_fails_its_criterion(gateway, switch, scenario, criterio
     assert verdicts[criterion]["verdict"] == verdict, verdicts[criterion]
 
 
+# Broken copies of the tool layer fail their criteria over MCP too: the executions read from the
+# MCP wire are judged as the tool host's.
+BROKEN_TOOLS = [
+    ("discard_failed_tool_calls", "str/str-03-complete-call-no-finish.yaml", "STR-03", "FAIL"),
+    ("loop_detection", "tol/lop-01-same-failing-call.yaml", "LOP-01", "FAIL"),
+    ("background_tools", "trn/trn-10-backgrounded-tool.yaml", "TRN-10", "NON-STRICT"),
+]
+
+
+@pytest.mark.parametrize(("switch", "scenario", "criterion", "verdict"), BROKEN_TOOLS)
+def test_broken_tool_copy_fails_over_mcp(gateway, switch, scenario, criterion, verdict):
+    sc = load_scenario(CRITERIA / scenario)
+    broken = ReferenceAdapter(Behaviours(**{switch: False}))
+    entry, verdicts = run_scenario(gateway, broken, sc, tool_transport="mcp")
+    assert verdicts[criterion]["verdict"] == verdict, verdicts[criterion]
+    assert any(e.get("rpc_method") == "tools/call" for e in entry["journal"]["entries"])
+
+
 def test_cli_tool_transport_runs_over_mcp_and_says_so_in_the_rerun_line(tmp_path):
     results = tmp_path / "r.json"
     path = CRITERIA / "mcp" / "mcp-02-session-expired.yaml"

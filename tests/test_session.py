@@ -88,6 +88,8 @@ def test_defaults_when_nothing_is_given():
         "reference",
         "--conformance-dialect",
         "openai_chat",
+        "--conformance-tool-transport",
+        "http",
     ]
 
 

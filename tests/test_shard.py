@@ -208,6 +208,10 @@ def test_documents_of_other_runs_are_not_merged():
     other["run"]["shard"]["selection"] = "another"
     merged = merge_shards([a, other])
     assert [d["run"]["shards"]["present"] for d in merged] == [[1], [2]]
+    over_mcp = copy.deepcopy(b)
+    over_mcp["run"]["tool_transport"] = "mcp"  # the same selection, its tools over MCP
+    merged = merge_shards([a, over_mcp])
+    assert [d["run"]["shards"]["present"] for d in merged] == [[1], [2]]
     plain = copy.deepcopy(a)
     del plain["run"]["shard"]
     assert merge_shards([plain, a, b])[0] is plain

@@ -39,6 +39,12 @@ def _params(e: Entry) -> dict[str, Any]:
     return p if isinstance(p, dict) else {}
 
 
+def _is_request(e: Entry) -> bool:
+    """A message that asks for an answer (a method and an id), not a notification."""
+    body = e.get("body")
+    return isinstance(body, dict) and isinstance(body.get("method"), str) and "id" in body
+
+
 def _call_key(e: Entry) -> tuple[Any, str]:
     p = _params(e)
     return p.get("name"), repr(p.get("arguments"))
@@ -146,7 +152,7 @@ def check_mcp_02(ev: Evidence) -> Finding:
         # Up to the next model request: what the agent did about this call.
         end = min((t for t in chat if t > _ns(x)), default=None)
         after = [e for e in entries[i + 1 :] if end is None or _ns(e) < end]
-        requests = [e for e in after if _method(e) not in (None, "notifications/initialized")]
+        requests = [e for e in after if _is_request(e)]
         if not requests or _method(requests[0]) != "initialize":
             if end is None and not turn_over(ev):
                 continue  # the run was cut short before it could

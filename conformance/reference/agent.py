@@ -256,14 +256,15 @@ class _Driver:
     async def shutdown(self) -> None:
         """Cancel every task still running and let them finish cancelling; end the MCP
         session, if any (not after an abort: nothing is sent then)."""
+        if self.abort.is_set():
+            self.tools.hush()
         tasks = {t for t in self.tasks.values() if t is not asyncio.current_task()}
         self.tasks.clear()
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.wait(tasks)
-        if not self.abort.is_set():
-            await self.tools.close()
+        await self.tools.close()
 
     def _spawn(self, key: tuple[str, Any], coro: Any) -> None:
         task = asyncio.ensure_future(coro)

@@ -23,7 +23,8 @@ what the server or the connection did (the recovery core then decides, as for HT
   tool the server no longer lists is not called: ``error``.
 
 A time limit on each message (``timeout_s``, scaled by the caller) bounds the handshake; the
-recovery core's tool limit bounds a call as over HTTP. Switches (``Behaviours``) break one
+recovery core's tool limit bounds a call as over HTTP, and a call given up on is followed by
+``notifications/cancelled`` naming it (not after the user's abort: :meth:`McpClient.hush`). Switches (``Behaviours``) break one
 recovery each, for the broken copies.
 """
 
@@ -103,6 +104,8 @@ class McpClient:
         self.tools: list[McpTool] | None = None  # None: never listed
         self.stale = False  # the server said its tools changed
         self.changed = False  # the list was listed again since the caller last looked
+        self._quiet = False  # after the user's abort nothing more is sent
+        self._notices: set[asyncio.Task] = set()  # cancellations on their way
 
     # ---- session --------------------------------------------------------------------------
     async def connect(self) -> list[McpTool]:
@@ -154,15 +157,27 @@ class McpClient:
         return tools
 
     async def close(self) -> None:
-        """End the session (best effort: the server may be gone)."""
-        if self._sid is None:
+        """Let the cancellations go out, then end the session (best effort: the server may be
+        gone)."""
+        if self._notices:
+            await asyncio.wait(self._notices, timeout=self._timeout_s)
+        if self._sid is None or self._quiet:
             return
         try:
             async with asyncio.timeout(self._timeout_s):
-                await self._session.delete(self._endpoint, headers=self._headers(), ssl=self._ssl)
+                async with self._session.delete(
+                    self._endpoint, headers=self._headers(), ssl=self._ssl
+                ) as resp:
+                    await resp.read()
         except (TimeoutError, aiohttp.ClientError):
             pass
         self._sid = None
+
+    def hush(self) -> None:
+        """The user aborted: send nothing more (no cancellation, no end of session)."""
+        self._quiet = True
+        for task in self._notices:
+            task.cancel()
 
     # ---- one tool call ---------------------------------------------------------------------
     async def attempt(self, name: str, args: dict) -> tuple[str, str, str]:
@@ -246,8 +261,10 @@ class McpClient:
             headers[VERSION_HEADER] = self._version
         return headers
 
-    async def _notify(self, method: str) -> None:
-        msg = {"jsonrpc": "2.0", "method": method}
+    async def _notify(self, method: str, params: dict | None = None) -> None:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
         try:
             async with asyncio.timeout(self._timeout_s):
                 async with self._session.post(
@@ -281,6 +298,14 @@ class McpClient:
                         raise _Failed(kind, f"MCP server answered HTTP {resp.status} {body}")
                     answer = await self._answer(resp, rid)
                     sid = resp.headers.get(SESSION_HEADER)
+        except asyncio.CancelledError:
+            if method == "tools/call" and not self._quiet:
+                # Given up (the tool limit): the server is told, as MCP's cancellation asks.
+                notice = {"requestId": rid, "reason": "the client stopped waiting"}
+                task = asyncio.ensure_future(self._notify("notifications/cancelled", notice))
+                self._notices.add(task)
+                task.add_done_callback(self._notices.discard)
+            raise
         except TimeoutError:
             raise _Failed("error", f"no answer from the MCP server to {method}") from None
         except aiohttp.ClientConnectorError as exc:

@@ -119,6 +119,11 @@ class ToolBox:
         if self._mcp is not None:
             await self._mcp.close()
 
+    def hush(self) -> None:
+        """The user aborted: the MCP client sends nothing more."""
+        if self._mcp is not None:
+            self._mcp.hush()
+
     def specs_for_request(self, blocked: set[str]) -> list[dict]:
         """OpenAI ``tools`` entries, leaving out ``blocked`` tool names."""
         return [

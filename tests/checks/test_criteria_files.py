@@ -84,7 +84,8 @@ def test_numbers_are_read_only_and_not_in_the_results_fields() -> None:
     c = by_id("RTY-04")
     with pytest.raises(TypeError):
         c.numbers["retries"] = 11  # type: ignore[index]
-    # The results document carries a criterion's fields: the same as before the numbers came.
+    # The results document carries a criterion's fields: the same as before the numbers came,
+    # and whether it is beyond the seeds.
     assert list(asdict(c)) == [
         "id",
         "level",
@@ -94,6 +95,7 @@ def test_numbers_are_read_only_and_not_in_the_results_fields() -> None:
         "source",
         "capability",
         "dialects",
+        "beyond_seeds",  # shown with the criterion: where a criterion not in the seeds is from
     ]
     assert pickle.loads(pickle.dumps(c)) == c and hash(c) == hash(by_id("RTY-04"))
 

@@ -96,6 +96,10 @@ def test_mcp_calls_read_as_the_same_executions_as_http(session: Any) -> None:
             call(c, s)
             runs.append(_executions(s))
     over_http, over_mcp = runs
+    # MCP has no denial of its own: the gateway says it in the text, which is read as sent.
+    denied = over_mcp[2][4][1]
+    assert denied == {"type": "permission_denied", "message": "Permission denied: read-only"}
+    over_mcp[2] = (*over_mcp[2][:4], over_http[2][4], over_mcp[2][5])
     assert over_mcp == over_http
     assert [(t[1], t[3]) for t in over_mcp] == [
         ("call_a", "transient"),
@@ -103,7 +107,6 @@ def test_mcp_calls_read_as_the_same_executions_as_http(session: Any) -> None:
         ("call_b", "permission_denied"),
     ]
     assert over_mcp[1][4] == ("wrote a", None)
-    assert over_mcp[2][4][1] == {"type": "permission_denied", "message": "read-only"}
 
 
 def test_a_call_the_tool_never_ran_keeps_its_name_and_the_answer_as_sent(session: Any) -> None:

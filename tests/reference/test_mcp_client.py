@@ -6,6 +6,7 @@ over the wire is read back from the gateway's journal.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import aiohttp
@@ -160,3 +161,28 @@ async def test_the_list_change_is_ignored_when_switched_off() -> None:
 async def test_broken_switches_raise(switches: McpSwitches, fault: dict[str, Any]) -> None:
     with pytest.raises(RuntimeError):
         await _calls([{"fault": fault}], switches=switches)
+
+
+@pytest.mark.parametrize("aborted", [False, True])
+async def test_a_call_given_up_on_is_cancelled_unless_the_user_aborted(aborted: bool) -> None:
+    async with Gateway() as gw:
+        s = gw.create_session(_scenario([], {"hang": 100}), time_scale=0.01)
+        async with aiohttp.ClientSession() as http:
+            client = McpClient(s.mcp_endpoint, http, timeout_s=5.0)
+            await client.connect()
+            call = asyncio.ensure_future(client.attempt("write_file", {"path": "a"}))
+            while not any(e.get("rpc_method") == "tools/call" for e in s.journal()["entries"]):
+                await asyncio.sleep(0.005)  # until the call has arrived
+            if aborted:
+                client.hush()
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            await client.close()
+        entries = s.journal()["entries"]
+    methods = _methods(entries)
+    if aborted:
+        assert methods[3:] == ["tools/call"]  # nothing sent after the abort
+        return
+    assert methods[3:] == ["tools/call", "notifications/cancelled", "DELETE"]
+    assert entries[4]["body"]["params"]["requestId"] == entries[3]["rpc_id"]
