@@ -4,7 +4,9 @@ A scenario names its tools once (``write_file``); an agent that takes them from 
 host offers them under names of its own, the server's name joined on (``mcp__<server>__write_file``
 in Claude Code, ``<server>__write_file`` elsewhere). A scripted call keeps its name when the
 request offers it; else it takes the one offered name that ends with ``__<name>``; else (none,
-or more than one) it keeps its name, and the agent meets a tool it did not offer.
+or more than one) it keeps its name, and the agent meets a tool it did not offer. A name offered
+only inside a Responses ``namespace`` tool (Codex offers MCP tools so) keeps its name, and the
+call names that namespace (``namespace``), as the agent routes it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from fakes.scenario import Step
 
-__all__ = ["offered_names", "agent_name", "with_agent_names"]
+__all__ = ["offered_names", "agent_name", "namespaces", "with_agent_names"]
 
 
 def offered_names(body: Any) -> list[str]:
@@ -39,6 +41,18 @@ def agent_name(scripted: str, offered: list[str]) -> str:
     return joined[0] if len(joined) == 1 else scripted
 
 
+def namespaces(body: Any) -> dict[str, str]:
+    """{tool name: namespace} of the tools a request offers inside ``namespace`` tools."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    out: dict[str, str] = {}
+    for t in tools if isinstance(tools, list) else []:
+        if isinstance(t, dict) and t.get("type") == "namespace" and isinstance(t.get("name"), str):
+            for inner in t.get("tools") or []:
+                if isinstance(inner, dict) and isinstance(inner.get("name"), str):
+                    out.setdefault(inner["name"], t["name"])
+    return out
+
+
 def with_agent_names(step: Step, body: Any) -> Step:
     """``step`` whose reply's tool calls carry the names the request ``body`` offers (the same
     step when none changes)."""
@@ -46,10 +60,16 @@ def with_agent_names(step: Step, body: Any) -> Step:
     if not calls:
         return step
     offered = offered_names(body)
+    spaces = namespaces(body)
     named: list[dict[str, Any]] = []
     for c in calls:
         name = c.get("name")
-        named.append({**c, "name": agent_name(name, offered)} if isinstance(name, str) else c)
+        if not isinstance(name, str):
+            named.append(c)
+        elif name not in offered and name in spaces:
+            named.append({**c, "namespace": spaces[name]})
+        else:
+            named.append({**c, "name": agent_name(name, offered)})
     if named == calls:
         return step
     return dataclasses.replace(step, reply={**(step.reply or {}), "tool_calls": named})

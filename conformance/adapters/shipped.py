@@ -201,6 +201,7 @@ class ShippedAdapter:
 
     def capabilities(self) -> set[str]:
         caps = set(self.profile.capabilities) | set(self.profile.drive)
+        caps |= set(self.profile.mcp.get("capabilities") or [])
         if self.clock is not None:
             caps.add("time_scale")
         if self.profile.dialect != "openai_chat":
@@ -237,6 +238,7 @@ class ShippedAdapter:
             "fallback_model": str(config.get("fallback_model") or ""),
             "context_window": str(config.get("context_window") or ""),
             "tool_endpoint": str(req.start.get("tool_endpoint") or ""),
+            "mcp_endpoint": mcp_endpoint(req.start),
             # The harness's own interpreter: a hook command the profile writes runs on it.
             "python": sys.executable,
         }
@@ -299,7 +301,9 @@ class ShippedAdapter:
             config_home.mkdir(parents=True)
             values = self._values(req, home, config_home, binp)
             drives = self._drives(req)
-            files = list(self.profile.files)
+            # The MCP tool host, for a scenario that offers tools (the others have none to call).
+            mcp = self.profile.mcp if req.start.get("tools") else {}
+            files = list(self.profile.files) + list(mcp.get("files") or [])
             for m in drives.values():
                 files.extend(m.get("files") or [])
             try:
@@ -323,6 +327,8 @@ class ShippedAdapter:
                 env.update(SSL_CERT_FILE=req.ca_file, NODE_EXTRA_CA_CERTS=req.ca_file)
             env.update(render(self.profile.env, values))
             argv = render(self.profile.command, values)
+            env.update(render(mcp.get("env") or {}, values))
+            argv.extend(render(mcp.get("args") or [], values))
             for m in drives.values():
                 env.update(render(m.get("env") or {}, values))
                 argv.extend(render(m.get("args") or [], values))
@@ -330,6 +336,8 @@ class ShippedAdapter:
                 env.update(warp_env(warp))
             # The abort is recorded once it is sent (_run); the others are in the run from its start.
             hello["driven"] = {cap: _how(m, values) for cap, m in drives.items() if cap != "abort"}
+            if mcp:
+                hello["mcp"] = {"endpoint": values["mcp_endpoint"], "how": _how(mcp, values)}
             return self._run(req, argv, env, events, hello, warp)
 
     def _run(self, req, argv, env, events, hello, warp: Warp | None = None) -> RunOutcome:
@@ -444,6 +452,18 @@ class ShippedAdapter:
             log=log,
             error=redact(error, key) if error else None,
         )
+
+
+def mcp_endpoint(start: dict[str, Any]) -> str:
+    """The session's MCP tool host: the start's ``mcp_endpoint``, else the gateway's sibling of
+    its tool endpoint (``.../s/<sid>/tools`` → ``.../s/<sid>/mcp``, fakes.server); "" without."""
+    given = start.get("mcp_endpoint")
+    if given:
+        return str(given)
+    tools = str(start.get("tool_endpoint") or "").rstrip("/")
+    if not tools.endswith("/tools"):
+        return ""
+    return tools[: -len("/tools")] + "/mcp"
 
 
 def _strip_v1(base_url: str) -> str:

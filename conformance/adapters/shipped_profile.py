@@ -56,6 +56,8 @@ PLACEHOLDERS = (
     "context_window",
     "tool_endpoint",
     "python",
+    # The session's MCP tool host (`mcp` below): where the agent takes the hosted tools from.
+    "mcp_endpoint",
 )
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 _ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -152,6 +154,26 @@ _SCHEMA: dict[str, Any] = {
                 **{cap: {"$ref": "#/$defs/mapping"} for cap in DRIVABLE if cap != "abort"},
             },
         },
+        # How the agent takes the hosted tools from the session's MCP tool host: arguments,
+        # environment and files added to every run whose scenario offers tools, earning
+        # `capabilities` (what becomes observable once its tool calls reach the tool host).
+        "mcp": {
+            "type": "object",
+            "required": ["capabilities"],
+            "additionalProperties": False,
+            "properties": {
+                "capabilities": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"type": "string"},
+                    "uniqueItems": True,
+                },
+                "args": {"type": "array", "items": {"type": "string"}},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                "files": {"type": "array", "items": _FILE},
+                "note": {"type": "string"},
+            },
+        },
         "output": {"enum": list(PARSERS)},
         "telemetry": {"type": "string"},
         "dialect": {"enum": list(DIALECTS)},
@@ -195,6 +217,8 @@ class Profile:
     time_warp: list[float] = field(default_factory=list)
     # {capability: how the agent's own feature is driven} (schema: _SCHEMA "drive").
     drive: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # How the agent is pointed at the session's MCP tool host (schema: _SCHEMA "mcp"); {}: never.
+    mcp: dict[str, Any] = field(default_factory=dict)
 
     @property
     def package(self) -> str:
@@ -272,7 +296,7 @@ def load_profile(spec: str | Path) -> Profile:
         field_name = ".".join(str(x) for x in p) or "(profile)"
         raise ProfileError(f"{_where(src, lines, p)}: {field_name}: {err.message}")
     # Unknown placeholders are typos that would reach the agent verbatim: refuse them.
-    for p, s in _strings({k: data.get(k) for k in ("command", "env", "files", "drive")}):
+    for p, s in _strings({k: data.get(k) for k in ("command", "env", "files", "drive", "mcp")}):
         for m in _ANY_PLACEHOLDER.finditer(s):
             if m.group(1) not in PLACEHOLDERS:
                 raise ProfileError(
@@ -289,6 +313,14 @@ def load_profile(spec: str | Path) -> Profile:
         raise ProfileError(
             f"{_where(src, lines, ('capabilities',))}: capabilities: {sorted(both)} are earned "
             "by `drive`; do not declare them as well"
+        )
+    both = set(data.get("capabilities") or []) & set(
+        (data.get("mcp") or {}).get("capabilities", [])
+    )
+    if both:
+        raise ProfileError(
+            f"{_where(src, lines, ('capabilities',))}: capabilities: {sorted(both)} are earned "
+            "by `mcp`; do not declare them as well"
         )
     if "time_scale" in (data.get("capabilities") or []):
         raise ProfileError(
@@ -314,6 +346,7 @@ def load_profile(spec: str | Path) -> Profile:
         min_deadline_s=float(data.get("min_deadline_s", 0.0)),
         time_warp=[float(x) for x in _as_list(data.get("time_warp"))],
         drive=dict(data.get("drive") or {}),
+        mcp=dict(data.get("mcp") or {}),
     )
 
 

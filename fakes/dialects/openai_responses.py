@@ -127,6 +127,8 @@ def _items(reply: dict[str, Any], empty: str | None) -> list[dict[str, Any]]:
                     "call_id": c.get("id") or f"call_{i}",
                     "name": c["name"],
                     "arguments": c.get("arguments") or "",
+                    # A tool offered inside a namespace tool is called with its namespace.
+                    **({"namespace": c["namespace"]} if c.get("namespace") else {}),
                 }
             )
     elif empty == "empty_message":

@@ -7,7 +7,7 @@ Claude Code prints one JSON object per line:
 - ``assistant``: one line per content block of a model reply, each its own transcript entry
   with its own ``uuid`` (as Claude Code keeps them): one ``message`` event per line, id the
   ``uuid``, with its ``text``, ``reasoning`` (``thinking``) and ``tool_calls`` (``tool_use``, its
-  own tools). Lines are not merged by ``message.id``: two replies may share it (a server that
+  own tools and the hosted ones it takes over MCP, ``mcp__<server>__<tool>``). Lines are not merged by ``message.id``: two replies may share it (a server that
   reuses ids), and merging would invent one message from two. A message whose ``model`` is
   ``<synthetic>`` is not a model reply but Claude Code's own display of an API error: it becomes
   an ``error`` event, typed only by the status it names;
@@ -15,8 +15,9 @@ Claude Code prints one JSON object per line:
   a ``retry`` event (``attempt``, ``delay_s``, ``reason`` = the status or error it printed);
 - ``user`` lines marked ``isSynthetic`` are messages Claude Code wrote itself (e.g. its
   continuation after an output-limit stop): a ``message`` with role ``user`` and ``meta: true``,
-  its text as printed. Other ``user`` lines carry results of its own tools: no event (the hosted
-  tool endpoint never ran them, so ``tool`` events would describe a host it did not use);
+  its text as printed. Other ``user`` lines carry tool results: no event (the wire has them: a
+  hosted tool's run is the journal's ``tools/call``, its result the next request's
+  ``tool_result``; its own tools ran on no host at all);
 - ``result``: its ``usage`` (``input_tokens``/``output_tokens``) becomes a ``usage`` event; an
   ``is_error`` result becomes an ``error`` event unless a synthetic error message already did,
   typed by its ``api_error_status`` when it printed one.
