@@ -60,7 +60,7 @@ _AREA_ORDER = (
 
 _ID = re.compile(r"^([A-Z]{3})-\d{2}$")
 _REQUIRED = ("id", "level", "title", "text", "source")
-_OPTIONAL = ("capability", "dialects", "numbers", "timing", "beyond_seeds")
+_OPTIONAL = ("capability", "dialects", "numbers", "timing", "beyond_seeds", "config_keys")
 
 
 class CatalogueError(ConformanceError, ValueError):
@@ -80,6 +80,8 @@ class Criterion:
     capability: str | None = None
     dialects: tuple[str, ...] = DIALECTS
     beyond_seeds: bool = False  # not in the seeds: ``source`` says where it comes from
+    # Keys of the scenario's ``config`` the check judges against (the agent must be told them).
+    config_keys: tuple[str, ...] = ()
 
     @property
     def numbers(self) -> Mapping[str, float]:
@@ -137,6 +139,9 @@ def _criterion(area: str, row: Any, where: str) -> tuple[Criterion, Mapping[str,
         for k, v in numbers.items()
     ):
         raise CatalogueError(f"{where}: numbers {numbers!r} are not a mapping of name to number")
+    config_keys = row.get("config_keys", [])
+    if not isinstance(config_keys, list) or not all(isinstance(k, str) for k in config_keys):
+        raise CatalogueError(f"{where}: config_keys {config_keys!r} is not a list of names")
     for flag in ("timing", "beyond_seeds"):
         if not isinstance(row.get(flag, False), bool):
             raise CatalogueError(f"{where}: {flag} {row[flag]!r} is not true or false")
@@ -150,6 +155,7 @@ def _criterion(area: str, row: Any, where: str) -> tuple[Criterion, Mapping[str,
         capability=capability,
         dialects=tuple(dialects),
         beyond_seeds=bool(row.get("beyond_seeds", False)),
+        config_keys=tuple(config_keys),
     )
     return criterion, MappingProxyType(dict(numbers))
 

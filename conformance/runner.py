@@ -170,6 +170,11 @@ def _model_requests(journal: Journal) -> list[Any]:
 CRASH_CRITERION = "ERR-05"
 
 
+def _set_keys(config: dict[str, Any]) -> set[str]:
+    """The keys a scenario's config sets (to anything but null)."""
+    return {k for k, v in config.items() if v is not None}
+
+
 # How long the journal may take to record the end of responses the agent left behind.
 SETTLE_S = 0.5
 
@@ -256,6 +261,9 @@ def run_scenario(
     if tool_transport not in TOOL_TRANSPORTS:
         raise ValueError(f"unknown tool transport {tool_transport!r}; known: http, mcp")
     caps = set(adapter.capabilities())
+    # Scenario config keys the agent cannot be given (a shipped agent's profile names them).
+    config_ignored = getattr(adapter, "config_ignored", None)
+    ignored = set(config_ignored()) if callable(config_ignored) else set()
     if tool_transport != "mcp":
         caps.discard(MCP_TOOLS)  # its tools do not go over MCP in this run
     on_timing = any(by_id(c).timing for c in scenario.criteria)
@@ -358,6 +366,9 @@ def run_scenario(
                 f"capability {speaks}",
                 f"not declared by the agent: it is not run in the {dialect} dialect",
             )
+        elif untold := sorted(set(crit.config_keys) & _set_keys(scenario.config) & ignored):
+            v, exp = "UNSUPPORTED", "an agent that can be given " + ", ".join(untold)
+            obs = f"the agent cannot be given config {', '.join(untold)} (its profile says so)"
         elif status == "unsupported" or (crit.capability and crit.capability not in caps):
             need = crit.capability or ", ".join(missing) or "the scenario"
             obs = "not declared by the agent"

@@ -422,3 +422,22 @@ def test_broken_copy_of_a_should_or_may_behaviour(gateway, switch, scenario, cri
     assert healthy[criterion]["verdict"] == "PASS", healthy[criterion]
     _, verdicts = run_scenario(gateway, ReferenceAdapter(Behaviours(**{switch: False})), sc)
     assert verdicts[criterion]["verdict"] == "NON-STRICT", verdicts[criterion]
+
+
+def test_a_criterion_judged_against_config_the_agent_cannot_be_given_is_unsupported(gateway):
+    # A shipped agent's profile names the scenario config it cannot be given (no flag carries
+    # it): a check judging against that limit would fail an agent for a rule it never knew.
+    class Untold(ReferenceAdapter):
+        def config_ignored(self) -> set[str]:
+            return {"max_tool_calls"}
+
+    sc = load_scenario(CRITERIA / "lop" / "lop-03-cap-sequential.yaml")
+    _, told = run_scenario(gateway, ReferenceAdapter(), sc)
+    _, untold = run_scenario(gateway, Untold(), sc)
+    assert told["LOP-03"]["verdict"] == "PASS"
+    assert untold["LOP-03"]["verdict"] == "UNSUPPORTED"
+    assert "cannot be given config max_tool_calls" in untold["LOP-03"]["observed"]
+    # The scenario's other criteria are judged as before.
+    assert {k: v["verdict"] for k, v in untold.items() if k != "LOP-03"} == {
+        k: v["verdict"] for k, v in told.items() if k != "LOP-03"
+    }

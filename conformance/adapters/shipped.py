@@ -209,6 +209,10 @@ class ShippedAdapter:
             caps.add(f"dialect:{self.profile.dialect}")
         return caps
 
+    def config_ignored(self) -> set[str]:
+        """Keys of a scenario's ``config`` this agent cannot be given (its profile says which)."""
+        return set(self.profile.config_ignored)
+
     def _resolve_bin(self) -> str:
         if self._bin:
             return self._bin

@@ -136,6 +136,9 @@ _SCHEMA: dict[str, Any] = {
         "env": {"type": "object", "additionalProperties": {"type": "string"}},
         "files": {"type": "array", "items": _FILE},
         "capabilities": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        # Keys of the scenario's `config` the agent cannot be given (no flag, setting or
+        # variable carries them): a criterion judged against one of them is UNSUPPORTED.
+        "config_ignored": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
         # The agent's own features, driven from outside, each earning the capability it is
         # keyed by (DRIVABLE); see docs/agents/shipped.md.
         "drive": {
@@ -219,6 +222,8 @@ class Profile:
     drive: dict[str, dict[str, Any]] = field(default_factory=dict)
     # How the agent is pointed at the session's MCP tool host (schema: _SCHEMA "mcp"); {}: never.
     mcp: dict[str, Any] = field(default_factory=dict)
+    # Scenario config keys it cannot be given (schema: _SCHEMA "config_ignored").
+    config_ignored: list[str] = field(default_factory=list)
 
     @property
     def package(self) -> str:
@@ -347,6 +352,7 @@ def load_profile(spec: str | Path) -> Profile:
         time_warp=[float(x) for x in _as_list(data.get("time_warp"))],
         drive=dict(data.get("drive") or {}),
         mcp=dict(data.get("mcp") or {}),
+        config_ignored=list(data.get("config_ignored") or []),
     )
 
 

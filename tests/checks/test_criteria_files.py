@@ -96,6 +96,7 @@ def test_numbers_are_read_only_and_not_in_the_results_fields() -> None:
         "capability",
         "dialects",
         "beyond_seeds",  # shown with the criterion: where a criterion not in the seeds is from
+        "config_keys",  # the scenario config its check judges against: an agent must be told
     ]
     assert pickle.loads(pickle.dumps(c)) == c and hash(c) == hash(by_id("RTY-04"))
 
