@@ -152,7 +152,9 @@ def check_mcp_02(ev: Evidence) -> Finding:
         # Up to the next model request: what the agent did about this call.
         end = min((t for t in chat if t > _ns(x)), default=None)
         after = [e for e in entries[i + 1 :] if end is None or _ns(e) < end]
-        requests = [e for e in after if _is_request(e)]
+        # A client of a newer revision may first probe for the stateless one (server/discover,
+        # answered 400 here): that probe is part of starting a session, not something instead.
+        requests = [e for e in after if _is_request(e) and _method(e) != "server/discover"]
         if not requests or _method(requests[0]) != "initialize":
             if end is None and not turn_over(ev):
                 continue  # the run was cut short before it could

@@ -103,6 +103,19 @@ def test_mcp_02_passes_one_initialize_and_one_retry(wire: Any) -> None:
     assert run_check("MCP-02", ev).outcome == "pass", run_check("MCP-02", ev)
 
 
+def test_mcp_02_passes_a_client_that_probes_for_the_stateless_revision_first(wire: Any) -> None:
+    # A client of a newer revision asks server/discover before initialize (400 here: not
+    # served); the probe belongs to starting the new session (seen from Claude Code 2.1.332).
+    def probe_then_init(m: _Client, old: str) -> None:
+        m.sid = None
+        assert m.rpc("server/discover", {}).status_code == 400
+        m.initialize()
+        m.call()
+
+    ev = wire(EXPIRE, _expired_then(probe_then_init))
+    assert run_check("MCP-02", ev).outcome == "pass", run_check("MCP-02", ev)
+
+
 def test_mcp_02_fails_the_expired_id_sent_again(wire: Any) -> None:
     ev = wire(EXPIRE, _expired_then(lambda m, old: m.call(sid=old)))
     finding = run_check("MCP-02", ev)
