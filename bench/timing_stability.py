@@ -121,6 +121,17 @@ def run_once(label: str, spec: str, scenarios: list[Path], verify: int, workdir:
         "label": label,
         "verdicts": {cid: c["verdict"] for cid, c in crit.items()},
         "flaky": sorted(cid for cid, c in crit.items() if c.get("flaky")),
+        # What a failing verdict saw, kept: the run's own results are not (a flip is then
+        # explained by its evidence, not guessed at).
+        "failing": {
+            cid: [
+                f"{s.get('id')}: {s.get('verdict')}: {str(s.get('observed') or '')[:300]}"
+                for s in c.get("scenarios", [])
+                if s.get("verdict") in FAILING
+            ]
+            for cid, c in crit.items()
+            if c["verdict"] in FAILING
+        },
         "timing": {
             k: v for k, v in (doc["run"].get("timing") or {}).items() if k != "calibrations"
         },
