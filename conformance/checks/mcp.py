@@ -9,6 +9,7 @@ from the evidence's tool executions (``conformance.executions``) followed on the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from conformance.checks.declare import check
@@ -93,17 +94,15 @@ def _failure(x: Entry) -> str | None:
     return None
 
 
-@check("MCP-01")
-def check_mcp_01(ev: Evidence) -> Finding:
-    """A failed MCP call (JSON-RPC error, isError, no answer in time) reaches the model as a
-    tool result, and the turn goes on."""
-    expected = (
-        "a tool call the MCP server answers with an error, or not in time, becomes a tool result "
-        "sent back to the model, and the turn goes on"
-    )
+def _went_on(
+    ev: Evidence, expected: str, why_of: Callable[[list[Entry]], str | None], what: str
+) -> Finding:
+    """MCP-01 and MCP-03: every call whose executions ``why_of`` names a failure for reached
+    the model as a tool result, and the turn did not end in an error (``what``: those calls,
+    as the finding names them)."""
     judged = 0
     for call, exs in _mcp_calls(ev):
-        why = _failure(exs[-1])
+        why = why_of(exs)
         if why is None:
             continue
         judged += 1
@@ -112,11 +111,21 @@ def check_mcp_01(ev: Evidence) -> Finding:
                 return not_applicable(expected, f"call {call.id!r}: the turn was cut short")
             return failed(expected, f"call {call.id!r} ({why}): no tool result reached the model")
     if not judged:
-        return not_applicable(expected, "no MCP tool call failed in this run")
-    reasons = {e.get("reason") for e in ev.turn_ends()}
-    if "error" in reasons:
-        return failed(expected, "the turn ended in an error after the failed call(s)")
-    return passed(expected, f"{judged} failed MCP call(s) reached the model as tool results")
+        return not_applicable(expected, f"no {what} in this run")
+    if "error" in {e.get("reason") for e in ev.turn_ends()}:
+        return failed(expected, f"the turn ended in an error after the {what}")
+    return passed(expected, f"{judged} {what} reached the model as tool results")
+
+
+@check("MCP-01")
+def check_mcp_01(ev: Evidence) -> Finding:
+    """A failed MCP call (JSON-RPC error, isError, no answer in time) reaches the model as a
+    tool result, and the turn goes on."""
+    expected = (
+        "a tool call the MCP server answers with an error, or not in time, becomes a tool result "
+        "sent back to the model, and the turn goes on"
+    )
+    return _went_on(ev, expected, lambda exs: _failure(exs[-1]), "failed MCP call(s)")
 
 
 # --- MCP-02 ---------------------------------------------------------------------------------
@@ -198,21 +207,11 @@ def check_mcp_03(ev: Evidence) -> Finding:
         "an answer to an MCP tool call that is cut or cannot be read becomes a tool error sent "
         "back to the model, and the turn goes on"
     )
-    judged = 0
-    for call, exs in _mcp_calls(ev):
-        bad = [x for x in exs if _cut(x)]
-        if not bad:
-            continue
-        judged += 1
-        if call.result is None:
-            if not turn_over(ev):
-                return not_applicable(expected, f"call {call.id!r}: the turn was cut short")
-            return failed(expected, f"call {call.id!r}: after its cut answer, no tool result")
-    if not judged:
-        return not_applicable(expected, "no MCP answer was cut or unreadable in this run")
-    if "error" in {e.get("reason") for e in ev.turn_ends()}:
-        return failed(expected, "the turn ended in an error after the cut answer(s)")
-    return passed(expected, f"{judged} call(s) with a cut answer reached the model as results")
+
+    def cut(exs: list[Entry]) -> str | None:
+        return "a cut answer" if any(_cut(x) for x in exs) else None
+
+    return _went_on(ev, expected, cut, "call(s) with a cut or unreadable answer")
 
 
 # --- MCP-04 ---------------------------------------------------------------------------------
