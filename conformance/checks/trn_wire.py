@@ -6,11 +6,11 @@ checks judge what was really sent. ``length_finished`` is shared with the TOL an
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from conformance.checks.seed_strings import CONTINUATION_TEXT
 from conformance.evidence import is_failed, response_of
+from conformance.wire_reply import wire_reply
 from fakes.journal import ChatEntry, Entry
 
 __all__ = [
@@ -46,46 +46,16 @@ def text_of(m: dict[str, Any]) -> str:
 
 
 def produced(entry: ChatEntry) -> dict[str, Any]:
-    """What one response delivered, read back from the bytes the gateway sent.
-
-    Returns ``content``, ``reasoning``, ``tool_calls`` (list of ``{id, name, arguments}``) and
-    ``finish_reason``; a stream and a JSON body are both understood.
-    """
-    sent = response_of(entry).get("sent") or ""
-    out: dict[str, Any] = {"content": "", "reasoning": "", "tool_calls": [], "finish_reason": None}
-    calls: dict[int, dict[str, Any]] = {}
-
-    def take(choice: dict[str, Any], part: dict[str, Any]) -> None:
-        out["content"] += part.get("content") or ""
-        out["reasoning"] += part.get("reasoning_content") or ""
-        for j, tc in enumerate(part.get("tool_calls") or []):
-            slot = calls.setdefault(tc.get("index", j), {"id": "", "name": "", "arguments": ""})
-            fn = tc.get("function") or {}
-            slot["id"] = tc.get("id") or slot["id"]
-            slot["name"] += fn.get("name") or ""
-            slot["arguments"] += fn.get("arguments") or ""
-        if choice.get("finish_reason"):
-            out["finish_reason"] = choice["finish_reason"]
-
-    if sent.lstrip().startswith("{"):
-        try:
-            data = json.loads(sent)
-        except json.JSONDecodeError:
-            data = {}
-        for ch in data.get("choices") or [] if isinstance(data, dict) else []:
-            take(ch, ch.get("message") or {})
-    else:
-        for line in sent.splitlines():
-            if not line.startswith("data:"):
-                continue
-            try:
-                data = json.loads(line[5:].strip())
-            except json.JSONDecodeError:
-                continue
-            for ch in data.get("choices") or [] if isinstance(data, dict) else []:
-                take(ch, ch.get("delta") or {})
-    out["tool_calls"] = [calls[k] for k in sorted(calls)]
-    return out
+    """What one response delivered, read back from the bytes the gateway sent
+    (``conformance.wire_reply``): ``content``, ``reasoning``, ``tool_calls`` (list of ``{id,
+    name, arguments}``) and ``finish_reason``."""
+    r = wire_reply(entry)
+    return {
+        "content": r.text,
+        "reasoning": r.reasoning,
+        "tool_calls": r.tool_calls,
+        "finish_reason": r.finish_reason,
+    }
 
 
 def messages_of(entry: Entry) -> list[dict[str, Any]]:

@@ -135,23 +135,30 @@ HELLO: dict[str, Any] = {
 }
 
 
-async def _sse(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
-    """Minimal SSE: ``data:`` lines joined by newlines, dispatched on a blank line. A line may
-    span any number of network reads (``readline`` joins them)."""
-    buf: list[str] = []
-    while True:
-        raw = await resp.content.readline()
-        if not raw:
-            if buf:
-                yield "\n".join(buf)
-            return
-        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+class _Events:
+    """SSE dispatch: ``data:`` lines joined by newlines, an event out on a blank line."""
+
+    def __init__(self) -> None:
+        self.buf: list[str] = []
+
+    def line(self, line: str) -> str | None:
+        """Take one line (without its end); the event it completes, if any."""
         if not line:
-            if buf:
-                yield "\n".join(buf)
-                buf = []
-        elif line.startswith("data:"):
-            buf.append(line[5:].removeprefix(" "))
+            out, self.buf = ("\n".join(self.buf) if self.buf else None), []
+            return out
+        if line.startswith("data:"):
+            self.buf.append(line[5:].removeprefix(" "))
+        return None
+
+
+async def _sse(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
+    """Minimal SSE. A line may span any number of network reads (``readline`` joins them)."""
+    events = _Events()
+    while raw := await resp.content.readline():
+        if (event := events.line(raw.decode("utf-8", "replace").rstrip("\r\n"))) is not None:
+            yield event
+    if (event := events.line("")) is not None:  # the body ended: dispatch what is open
+        yield event
 
 
 async def _sse_per_read(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
@@ -159,15 +166,11 @@ async def _sse_per_read(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
     read is parsed as whole events on its own, so a line a read boundary cuts is dropped and an
     event left open at the end of a read is forgotten."""
     while raw := await resp.content.readany():
-        buf: list[str] = []
+        events = _Events()
         *lines, _cut = raw.decode("utf-8", "replace").split("\n")  # after the last newline
-        for line in (x.rstrip("\r") for x in lines):
-            if not line:
-                if buf:
-                    yield "\n".join(buf)
-                    buf = []
-            elif line.startswith("data:"):
-                buf.append(line[5:].removeprefix(" "))
+        for line in lines:
+            if (event := events.line(line.rstrip("\r"))) is not None:
+                yield event
 
 
 class _Driver:
