@@ -130,7 +130,7 @@ async def serve(st: SessionState, request: web.Request, e: McpEntry) -> web.Stre
             return _error(e, 404, INVALID_REQUEST, f"Session not found: {sid!r}", rpc_id)
     fault = take_fault(st.scenario.mcp_faults, st.mcp_counts, method)
     if fault is None:
-        return await _answer(st, e, msg, method, rpc_id)
+        return await _answer(st, e, msg, method, rpc_id, request.transport)
     e["fault"], e["fault_params"] = fault
     return await _faulted(st, request, e, msg, fault)
 
@@ -157,7 +157,7 @@ async def _faulted(
         await asyncio.sleep(float(p["seconds"]) * st.time_scale)
     if name == "list_changed":  # from this message on, tools/list offers the new tools
         st.mcp_tools = [dict(t) for t in p.get("tools", [])]
-    resp = await _answer(st, e, msg, method, rpc_id)
+    resp = await _answer(st, e, msg, method, rpc_id, request.transport)
     body = resp.body if isinstance(resp.body, bytes) else b""
     if not body:  # a 202 has nothing to break
         return resp
@@ -180,9 +180,10 @@ async def _faulted(
 
 
 async def _answer(
-    st: SessionState, e: McpEntry, msg: dict[str, Any], method: str, rpc_id: Any
+    st: SessionState, e: McpEntry, msg: dict[str, Any], method: str, rpc_id: Any, transport: Any
 ) -> web.Response:
-    """The answer to a message that passed the transport's checks."""
+    """The answer to a message that passed the transport's checks (``transport``: the
+    request's, on which a hung tool notices the client leave)."""
     if method == "initialize":
         return _initialize(st, e, msg)
     if "id" not in msg:  # a notification (initialized, cancelled, ...): accepted, no answer
@@ -193,7 +194,7 @@ async def _answer(
     if method == "tools/list":
         return _result(e, rpc_id, {"tools": [_tool(t) for t in _offered(st)]})
     if method == "tools/call":
-        return await _call(st, e, rpc_id, params if isinstance(params, dict) else {})
+        return await _call(st, e, rpc_id, params if isinstance(params, dict) else {}, transport)
     return _error(e, 200, METHOD_NOT_FOUND, f"Method not found: {method}", rpc_id)
 
 
@@ -303,7 +304,9 @@ def _text(text: str, is_error: bool) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "isError": is_error}
 
 
-async def _call(st: SessionState, e: McpEntry, rpc_id: Any, params: dict[str, Any]) -> web.Response:
+async def _call(
+    st: SessionState, e: McpEntry, rpc_id: Any, params: dict[str, Any], transport: Any
+) -> web.Response:
     name, args = params.get("name"), params.get("arguments")
     e["tool"], e["arguments"] = name, args
     if not isinstance(name, str) or not any(t["name"] == name for t in _offered(st)):
@@ -316,7 +319,7 @@ async def _call(st: SessionState, e: McpEntry, rpc_id: Any, params: dict[str, An
     st.tool_cursor[name] = i + 1
     beh = script[min(i, len(script) - 1)]
     kind = e["behaviour"] = next(iter(beh))
-    _status, payload = await tool_reply(beh, st.time_scale)
+    _status, payload = await tool_reply(beh, st.time_scale, transport)
     reply: dict[str, Any] = payload if isinstance(payload, dict) else {}
     err: dict[str, Any] | None = reply.get("error")
     if kind == "transient" and err:  # the call did not run: a protocol error, a client may retry

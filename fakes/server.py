@@ -49,7 +49,7 @@ from fakes.refuse import RefusingPort
 from fakes.retention import Retention, digest, kept_text
 from fakes.scenario import Scenario, load_scenario
 from fakes.session import SessionState, redact_headers
-from fakes.toolhost import tool_reply
+from fakes.toolhost import ClientGone, tool_reply
 from fakes.toolnames import with_agent_names
 from fakes.writer import BurstResponse, PlanWriter, reset_connection
 
@@ -422,7 +422,10 @@ class GatewayApp:
         st.tool_cursor[name] = i + 1
         beh = script[min(i, len(script) - 1)]
         e["behaviour"] = next(iter(beh))
-        status, payload = await tool_reply(beh, st.time_scale)
+        try:
+            status, payload = await tool_reply(beh, st.time_scale, request.transport)
+        except ClientGone as gone:
+            return self._record_gone(e, gone.left_ns)
         return self._record_simple(e, web.json_response(payload, status=status))
 
     async def _mcp(self, request: web.Request) -> web.StreamResponse:
@@ -430,10 +433,31 @@ class GatewayApp:
         if st is None:
             return self._not_found(request)
         e = self._entry(st, request, "mcp", **mcp.ENTRY_FIELDS)
-        resp = await mcp.serve(st, request, e)  # a cut answer is recorded as it is written
+        try:
+            resp = await mcp.serve(st, request, e)  # a cut answer is recorded as it is written
+        except ClientGone as gone:  # a hung tools/call the client hung up on
+            return self._record_gone(e, gone.left_ns)
         return self._record_simple(e, resp) if isinstance(resp, web.Response) else resp
 
     # -- carrying out -----------------------------------------------------------
+    def _record_gone(self, e: Entry, left_ns: int) -> web.Response:
+        """``e`` answered by nothing: the client left at ``left_ns`` while it was held."""
+        e["response"] = {
+            "status": None,
+            "headers": {},
+            "stream": False,
+            "sent": "",
+            "sent_bytes": 0,
+            "full_bytes": 0,
+            "events_sent": 0,
+            "cut_at_byte": None,
+            "t_headers_ns": None,
+            "t_wall_headers": None,
+            "t_end_ns": left_ns,
+            "end": "client_gone",
+        }
+        return web.Response(status=500)  # never reaches the wire
+
     def _record_simple(self, e: Entry, resp: web.Response) -> web.Response:
         now = time.monotonic_ns()
         data = resp.body if isinstance(resp.body, bytes) else b""

@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-__all__ = ["large_text", "tool_reply"]
+from fakes.errors import FakesError
+from fakes.hold import hold_headers
+
+__all__ = ["ClientGone", "large_text", "tool_reply"]
 
 
-async def tool_reply(behaviour: dict[str, Any], time_scale: float) -> tuple[int, Any]:
+class ClientGone(FakesError):
+    """The client hung up on a ``hang`` before the tool answered; ``left_ns`` is when
+    (monotonic). An agent that stops a tool at its limit does so by hanging up: that moment is
+    the stop on the wire, whenever its next request comes."""
+
+    def __init__(self, left_ns: int) -> None:
+        super().__init__(f"the client left at {left_ns} ns, before the tool answered")
+        self.left_ns = left_ns
+
+
+async def tool_reply(
+    behaviour: dict[str, Any], time_scale: float, transport: Any
+) -> tuple[int, Any]:
     """The HTTP status and JSON payload of ``behaviour`` (a one-key mapping); ``hang`` waits its
-    scaled seconds first."""
+    scaled seconds first, on ``transport`` (the request's), and raises ClientGone if the client
+    leaves meanwhile."""
     kind, val = next(iter(behaviour.items()))
     if kind == "output":
         return 200, {"output": val}
@@ -25,7 +40,9 @@ async def tool_reply(behaviour: dict[str, Any], time_scale: float) -> tuple[int,
         message = (val or {}).get("message", "transient failure")
         return 503, {"error": {"type": "transient", "message": message}}
     if kind == "hang":
-        await asyncio.sleep(float(val) * time_scale)
+        left = await hold_headers(transport, float(val) * time_scale)
+        if left is not None:
+            raise ClientGone(left)
         return 504, {"error": {"type": "timeout", "message": "tool timed out"}}
     if kind == "large_output":
         return 200, {"output": large_text(int(val["bytes"]))}

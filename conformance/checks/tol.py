@@ -270,6 +270,19 @@ def _end_ns(e: Entry) -> int:
     return int(response_of(e).get("t_end_ns") or _ns(e))
 
 
+def _left_ns(e: Entry) -> int | None:
+    """When the agent hung up on a tool still running (the host saw it leave), else None."""
+    r = response_of(e)
+    t = r.get("t_end_ns")
+    return int(t) if r.get("end") == "client_gone" and t else None
+
+
+def _answered(e: Entry) -> bool:
+    """Whether the tool host's answer to ``e`` went out (not hung up on, not still running)."""
+    r = response_of(e)
+    return bool(r) and r.get("status") is not None and r.get("end") != "client_gone"
+
+
 @check("TOL-04", final=True)
 def check_tol_04(ev: Evidence) -> Finding:
     """A tool past the configured limit is abandoned at the limit and reported with it."""
@@ -286,14 +299,20 @@ def check_tol_04(ev: Evidence) -> Finding:
         for k, ex in enumerate(call.executions):
             if ex.get("behaviour") != "hang":
                 continue
-            # No response recorded: the agent hung up before the tool answered.
-            hang = (_end_ns(ex) - _ns(ex)) / 1e9 / ev.time_scale if ex.get("response") else None
+            # Not answered: the agent hung up first (the host saw it leave), or the tool is
+            # still running as the journal is read.
+            hang = (_end_ns(ex) - _ns(ex)) / 1e9 / ev.time_scale if _answered(ex) else None
             if hang is not None and hang <= limit + ev.slack:
                 continue  # the tool answered within the limit: nothing to stop
             where = f"call {call.id!r}"
             res_entry = by_seq.get(call.result_seq)
-            nxt = [_ns(x) for x in call.executions[k + 1 :]] + (
-                [_ns(res_entry)] if res_entry else []
+            # The agent's next move: hanging up on the tool is the stop itself, whenever its
+            # next request comes; else its next execution or the request carrying the result.
+            left = _left_ns(ex)
+            nxt = (
+                [_ns(x) for x in call.executions[k + 1 :]]
+                + ([_ns(res_entry)] if res_entry else [])
+                + ([left] if left is not None else [])
             )
             moved = (min(nxt) - _ns(ex)) / 1e9 / ev.time_scale if nxt else None
             # Waiting or moving too early is on the wire once it happened (final on a run cut
@@ -303,7 +322,9 @@ def check_tol_04(ev: Evidence) -> Finding:
                 return failed(
                     expected, f"{where}: the agent waited for the tool's own reply ({hang:.2f} s)"
                 )
-            if moved is not None and moved < limit - ev.slack:
+            # Early by more than a late start of the call can explain: the limit runs from when
+            # the agent made the call, the arrival here is later by its own lag under load.
+            if moved is not None and moved < limit - max(ev.slack, ev.late_slack):
                 return failed(
                     expected, f"{where}: abandoned after {moved:.2f} s, before the {limit} s limit"
                 )
@@ -396,7 +417,8 @@ def check_tol_07(ev: Evidence) -> Finding:
         for k, ex in enumerate(exs):
             beh = ex.get("behaviour")
             nxt = [_ns(x) for x in exs[k + 1 :]] + ([_ns(res_entry)] if res_entry else [])
-            seen = beh == "hang" and nxt and _end_ns(ex) <= min(nxt)
+            # A hang is a failure the agent saw only when the tool's own timeout reached it.
+            seen = beh == "hang" and _answered(ex) and nxt and _end_ns(ex) <= min(nxt)
             if beh != "transient" and not seen:
                 continue
             judged += 1

@@ -100,11 +100,20 @@ class Run:
         wait: float = 0.0,
         duration: float = 0.01,
         answered: bool = True,
+        left: float | None = None,
     ) -> dict:
+        """``left``: the agent hung up that long after the call (the host journals it gone)."""
         j = self.j
         j.t += wait
         start = j.t
         j.t += duration
+        gone = {
+            "status": None,
+            "sent": "",
+            "t_headers_ns": None,
+            "t_end_ns": j._ns(start + (left or 0.0)),
+            "end": "client_gone",
+        }
         e = {
             "seq": len(j.entries),
             "kind": "tool",
@@ -120,7 +129,9 @@ class Run:
                 "t_end_ns": j._ns(j.t),
                 "end": "complete",
             }
-            if answered
+            if answered and left is None
+            else gone
+            if left is not None
             else None,
             "harness_error": None,
         }
@@ -575,6 +586,33 @@ def test_tol_04_not_judged_while_the_stop_may_still_come() -> None:
 
 def test_tol_04_fail_gave_up_early() -> None:
     assert outcome(tol04_run("timed out after 2 seconds", moved=0.5), "TOL-04") == "fail"
+
+
+def hung_up_run(left: float, moved: float) -> Run:
+    """The agent hung up on the tool ``left`` s after the call; its next request came at ``moved``
+    s, after the 30 s the tool would have taken."""
+    r = Run(tools=[RT], config={"tool_timeout_s": 2})
+    r.model(("c1", "run_tests", '{"target": "all"}'))
+    t = r.tool("run_tests", "c1", {"target": "all"}, "hang", None, duration=0.0, left=left)
+    r.j.t = t["t_arrival_ns"] / r.j.scale / 1e9 + moved
+    r.send_back({"c1": "Error: tool 'run_tests' timed out after 2 seconds and was stopped."})
+    return r
+
+
+def test_tol_04_pass_hung_up_at_the_limit_whenever_the_next_request_came() -> None:
+    # Hanging up is the stop: a next request held up (a loaded machine) is not waiting.
+    assert outcome(hung_up_run(left=2.05, moved=31.0), "TOL-04") == "pass"
+
+
+def test_tol_04_fail_hung_up_early_though_the_next_request_came_late() -> None:
+    f = hung_up_run(left=0.5, moved=31.0).check("TOL-04")
+    assert f.outcome == "fail" and "before the 2 s limit" in f.observed
+
+
+def test_tol_07_a_hang_hung_up_on_is_no_timeout_the_tool_reported() -> None:
+    # The agent stopped the tool itself: no failure reached it to retry invisibly.
+    r = hung_up_run(left=2.05, moved=2.1)
+    assert outcome(r, "TOL-07") == "not_applicable"
 
 
 def test_tol_04_not_applicable_without_limit() -> None:

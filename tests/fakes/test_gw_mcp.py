@@ -128,6 +128,25 @@ def test_ping_and_transient_hang_and_unknown_tool_as_json_rpc_errors(http_sessio
     assert bare[0]["harness_error"] == "tool 'bare' has no scripted behaviour"
 
 
+def test_a_client_hanging_up_on_a_hung_tools_call_is_journaled_when_it_left(http_session):
+    s = http_session(tool_scenario(slow=[{"hang": 600}]))
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize"}
+    init["params"] = {"protocolVersion": PROTOCOL_VERSIONS[0], "capabilities": {}}
+    init["params"]["clientInfo"] = {"name": "t", "version": "0"}
+    accept = {"Accept": "application/json, text/event-stream"}
+    with httpx.Client(timeout=0.2) as h:
+        sid = h.post(s.mcp_endpoint, json=init, headers=accept).headers[SESSION_HEADER]
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+        call["params"] = {"name": "slow", "arguments": {"path": "p"}}
+        with pytest.raises(httpx.ReadTimeout):
+            h.post(s.mcp_endpoint, json=call, headers={**accept, SESSION_HEADER: sid})
+    j = s.wait_for(lambda j: j["entries"][-1]["response"] is not None, timeout=5)
+    e = j["entries"][-1]
+    assert (e["rpc_method"], e["behaviour"]) == ("tools/call", "hang")
+    assert (e["response"]["status"], e["response"]["end"]) == (None, "client_gone")
+    assert 0.15 < (e["response"]["t_end_ns"] - e["t_arrival_ns"]) / 1e9 < 5
+
+
 def test_the_mcp_host_and_the_http_tool_host_share_a_tools_cursor(http_session):
     s = http_session(tool_scenario(w=[{"output": "first"}, {"output": "second"}]))
     assert httpx.post(s.tool_endpoint + "/w", json={"arguments": {}}).json() == {"output": "first"}

@@ -7,6 +7,8 @@ import socket
 import ssl
 from urllib.parse import urlsplit
 
+import httpx
+import pytest
 from gw_wire import full_stream, post, scenario
 
 from fakes.server import MAX_BODY_BYTES
@@ -147,6 +149,21 @@ def test_tool_host_behaviours_in_order_last_repeats(gateway_session, client):
     behaviours = [e["behaviour"] for e in s.journal()["entries"]]
     assert behaviours[-2:] == ["large_output", "large_output"]
     assert client.post(s.tool_endpoint + "/nope", json={}).status_code == 500
+
+
+def test_a_client_hanging_up_on_a_hung_tool_is_journaled_when_it_left(gateway_session, gw):
+    # An agent stops a tool at its limit by hanging up: the journal keeps that moment (TOL-04
+    # reads it as the stop), not the end of the hang, which no one is waiting for any more.
+    s = gateway_session(scenario({"reply": REPLY}, tool_host={"w": [{"hang": 600}]}))
+    verify = ssl.create_default_context(cafile=gw.ca_file) if gw.ca_file else True
+    with httpx.Client(timeout=0.2, verify=verify) as c, pytest.raises(httpx.ReadTimeout):
+        c.post(s.tool_endpoint + "/w", json={"call_id": "c", "arguments": {}})
+    j = s.wait_for(lambda j: j["entries"][0]["response"] is not None, timeout=5)
+    e = j["entries"][0]
+    assert e["behaviour"] == "hang"
+    r = e["response"]
+    assert (r["status"], r["end"], r["sent_bytes"]) == (None, "client_gone", 0)
+    assert 0.15 < (r["t_end_ns"] - e["t_arrival_ns"]) / 1e9 < 5  # its timeout, not the 600 s
 
 
 def test_stop_does_not_wait_for_a_held_request():
