@@ -18,6 +18,7 @@ from conformance.canon import canonical_journal
 from conformance.catalogue import by_id
 from conformance.executions import tool_executions
 from conformance.timing import DEFAULT_TIMING, EARLY_SLACK_S, LATE_FLOOR_S, Timing
+from conformance.wire_reply import wire_reply
 from fakes.faults import FAULTS
 from fakes.journal import ChatEntry, Entry, Journal, Response, ToolEntry
 
@@ -66,6 +67,14 @@ def _is_chat(entry: Entry) -> TypeGuard[ChatEntry]:
     return entry.get("kind") == "chat"
 
 
+def _finished(entry: Entry) -> bool:
+    """Whether a streamed attempt's bytes carried its finish marker (``finish_reason``, in the
+    canonical view) before whatever ended it."""
+    if not _is_chat(entry) or not response_of(entry).get("stream"):
+        return False
+    return wire_reply(entry).finish_reason is not None
+
+
 def is_failed(entry: Entry) -> bool:
     """Whether a chat attempt failed on the wire (error status, no response, or broken)."""
     resp = entry.get("response")
@@ -77,6 +86,10 @@ def is_failed(entry: Entry) -> bool:
     # The fault's own rule (``fakes.faults``), else: broken if the connection broke or the
     # fault is one that breaks an attempt.
     fault = FAULTS.get(entry.get("fault") or "")
+    if fault is not None and fault.symptom == "broken_stream" and _finished(entry):
+        # The connection broke (or the client gave up in a stall) after the finish marker: the
+        # turn is complete, judged by the marker (seed 000; STR-13), not a failed attempt.
+        return False
     if fault is not None:
         verdict = fault.attempt_failed(resp, entry.get("fault_params") or {})
         if verdict is not None:

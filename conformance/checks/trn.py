@@ -103,21 +103,38 @@ MAX_RECOVERIES = int(by_id("TRN-04").numbers["recoveries"])  # seed 000, 连续�
 def _trailing_continuations(body: dict[str, Any], prompt: str | None = None) -> int:
     """Continuation messages since the last progress: a tool result, or the user's prompt.
 
+    The continuation that follows tool results is the recovery of a truncation that carried tool
+    calls, which does not consume the count (TRN-06): it is progress, not counted.
+
     A scenario is one user turn, so other user-role messages after the prompt are the agent's own
     notes (a loop reminder is sent as a user turn where the API has no system role there); they
     are not progress.
     """
     n = 0
-    for m in reversed(body.get("messages") or []):
+    messages = body.get("messages") or []
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
         if m.get("role") == "tool":
             break
         if m.get("role") == "user":
             content = m.get("content")
             if content == CONTINUATION_TEXT:
+                if _after_tool_results(messages, i):
+                    break  # it continued a truncation that carried tool calls (TRN-03, TRN-06)
                 n += 1
             elif not prompt or prompt in str(content):
                 break
     return n
+
+
+def _after_tool_results(messages: list[dict[str, Any]], i: int) -> bool:
+    """Whether message ``i`` comes right after tool results (the agent's own notes between)."""
+    for m in reversed(messages[:i]):
+        if m.get("role") == "tool":
+            return True
+        if m.get("role") != "system":
+            return False
+    return False
 
 
 @check("TRN-04", final=True)

@@ -41,3 +41,42 @@ def test_trn04_a_plain_fourth_truncation_still_needs_the_error() -> None:
     assert run_check("TRN-04", ev).outcome == "fail"
     ev = _three_continuations_then({"content": "part 3"}, error=True)
     assert run_check("TRN-04", ev).outcome == "pass"
+
+
+def _tool_truncation_then(continuations: int, *, last_truncated: bool, error: bool) -> object:
+    """A tool call cut at `length` (its tool ran, then the continuation), then text truncations,
+    each continued: the requests' transcripts, in the order an agent sends them (TRN-03)."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{"}}
+    turns: list[dict] = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: invalid arguments"},
+        CONT,
+    ]
+    j = Journal()
+    j.chat(fault="length")
+    for i in range(continuations + 1):
+        entry = j.chat(body={"model": "m", "stream": True, "messages": [USER, *turns]})
+        if i < continuations or last_truncated:
+            entry["fault"] = "length"
+            entry["response"]["sent"] = _sse({"content": f"part {i}"})
+        turns += [{"role": "assistant", "content": f"part {i}"}, CONT]
+    ev = [{"type": "error", "kind": "output_limit", "message": "limit exceeded 4 times"}]
+    return j.evidence(events=(ev if error else []) + [turn_end("error" if error else "completed")])
+
+
+def test_trn04_the_continuation_after_a_truncated_tool_call_is_not_counted() -> None:
+    # Three text continuations after the tool call's own: within the limit (TRN-06).
+    ev = _tool_truncation_then(3, last_truncated=False, error=False)
+    f = run_check("TRN-04", ev)
+    assert f.outcome == "not_applicable", f.observed
+    # The fourth text truncation after them ends the turn with the error.
+    ev = _tool_truncation_then(3, last_truncated=True, error=True)
+    f = run_check("TRN-04", ev)
+    assert f.outcome == "pass", f.observed
+
+
+def test_trn04_counting_the_tool_call_continuation_stops_one_early() -> None:
+    # An agent that counts the tool call's continuation gives up after two text continuations.
+    ev = _tool_truncation_then(2, last_truncated=True, error=True)
+    f = run_check("TRN-04", ev)
+    assert f.outcome == "fail" and "only 2 continuation" in f.observed, f.observed

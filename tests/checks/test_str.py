@@ -234,6 +234,39 @@ def test_str03_fail_tool_from_broken_stream_runs() -> None:
     assert f.outcome == "fail" and "call_1" in f.observed
 
 
+FINISHED_TOOL_SSE = (
+    'data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1",'
+    '"function":{"name":"f","arguments":"{}"}}]}}]}\n\n'
+    'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+)
+
+
+@pytest.mark.parametrize("fault", ["cut", "stall"])
+def test_str03_a_break_after_the_finish_marker_is_a_finished_turn(fault: str) -> None:
+    # The reset (or a watchdog giving up in a stall) after the finish chunk, before [DONE]:
+    # complete by its finish marker (STR-13), so running its tool call is no STR-03 failure
+    # and no fallback is owed (STR-01).
+    j = Journal()
+    e = broken(j, fault, FINISHED_TOOL_SSE)
+    if fault == "stall":
+        sent = len(FINISHED_TOOL_SSE)
+        e["response"].update(sent_bytes=sent, full_bytes=sent + 14)  # [DONE] never went out
+    _tool(j, "call_1", e["response"]["t_end_ns"] + 10)
+    j.chat(200, body=STREAM, wait=1.0)
+    ev = j.evidence([turn_end("completed")])
+    assert run_check("STR-03", ev).outcome == "not_applicable"
+    assert run_check("STR-01", ev).outcome == "not_applicable"
+
+
+def test_str03_the_same_call_without_its_finish_marker_still_fails() -> None:
+    j = Journal()
+    e = broken(j, "cut", FINISHED_TOOL_SSE.split("\n\n")[0] + "\n\n")
+    _tool(j, "call_1", e["response"]["t_end_ns"] + 10)
+    j.chat(200, body=PLAIN, wait=1.0)
+    f = run_check("STR-03", j.evidence())
+    assert f.outcome == "fail" and "call_1" in f.observed
+
+
 # Tool-call ids of every dialect's form, read from what the gateway renders (not a pattern):
 # Anthropic ``toolu_...``, Responses ``call_id`` on an ``fc_...`` item, and any scripted id.
 _CALLS = {"tool_calls": [{"name": "f", "arguments": '{"a": 1}'}], "chunk_chars": 3}
