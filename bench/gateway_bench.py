@@ -18,7 +18,9 @@ user would run a load tool:
    (headers to last byte), and the gap the journal records between a 429 with
    ``Retry-After: 1`` and a retry the client sent 1 s after reading it, against the gap the
    client measured itself (and against the nominal 1 s); ``--load C`` measures it while C
-   streams run against the gateway.
+   streams run against the gateway. The client times these on a raw socket (asyncio streams,
+   stamps as the bytes are read and as the retry is written), not through an HTTP library, so
+   that the figures are the gateway's error and not the client library's.
 3. The gateway's resident memory after all of it.
 Prints Markdown tables; ``--json FILE`` writes the figures.
 """

@@ -12,18 +12,30 @@
         the gap a client sees across a 200 ms stall (and the stall as the gateway's journal
         stamps it), and the gap the journal records between a 429 with ``Retry-After: 1`` and a
         retry sent 1 s after it, against the client's own
+
+The streaming load goes through aiohttp's client. The fidelity timing does not: it speaks
+HTTP/1.1 through h11 over plain asyncio streams (one keep-alive connection, opened before any timed point;
+requests built beforehand) and stamps ``time.monotonic_ns()`` as ``reader.read`` returns the
+bytes of interest and right before ``writer.write`` of the retry, which it sends at the due time
+(a sleep to 2 ms short of it, then a spin). A client library's parsing, buffering, request
+building and pool would otherwise land in the figures, which are meant to be the gateway's error.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
+import h11
 from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -127,39 +139,116 @@ async def _stream(args: argparse.Namespace) -> None:
     print(json.dumps({"totals": asdict(t)}), flush=True)
 
 
+class _Raw:
+    """One keep-alive HTTP/1.1 connection on plain asyncio streams, parsed by h11: every event
+    comes with the moment the ``reader.read`` that completed it returned (see the docstring)."""
+
+    def __init__(self, url: str) -> None:
+        u = urlsplit(url)
+        assert u.hostname is not None and u.port is not None, url
+        self.host, self.port = u.hostname, u.port
+        self.path = u.path + "/chat/completions"
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+        self.h = h11.Connection(h11.CLIENT)
+        self.t = -1  # stamp of the last read
+
+    async def prepare(self) -> bytes:
+        """The bytes of the next request, rendered beforehand on a connection opened beforehand
+        (a connection the gateway closed is reopened here, never at a timed point)."""
+        if self.h.our_state is h11.DONE and self.h.their_state is h11.DONE:
+            self.h.start_next_cycle()
+        if self.writer is None or self.h.our_state is not h11.IDLE:
+            await self.close()
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+            self.h = h11.Connection(h11.CLIENT)
+        headers = [("Host", f"{self.host}:{self.port}"), ("Content-Length", str(len(BODY)))]
+        headers += list(HEADERS.items())
+        req = h11.Request(method="POST", target=self.path, headers=headers)
+        return b"".join(
+            self.h.send(e) or b"" for e in (req, h11.Data(data=BODY), h11.EndOfMessage())
+        )
+
+    def send(self, data: bytes) -> None:
+        assert self.writer is not None
+        self.writer.write(data)
+
+    async def response(self) -> AsyncIterator[tuple[int, Any]]:
+        """The events of one response (``h11.Response``, ``h11.Data``, ``h11.EndOfMessage``),
+        each with its read's stamp."""
+        assert self.reader is not None
+        while True:
+            ev = self.h.next_event()
+            if ev is h11.NEED_DATA:
+                data = await self.reader.read(65536)
+                self.t = time.monotonic_ns()
+                self.h.receive_data(data)  # b"" is the end: h11 raises if that is mid-response
+                continue
+            yield self.t, ev
+            if isinstance(ev, h11.EndOfMessage):
+                return
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            with contextlib.suppress(ConnectionError):
+                await self.writer.wait_closed()
+        self.reader = self.writer = None
+
+
+def _spin_until(due_ns: int) -> int:
+    """Busy-wait to ``due_ns``; the moment it returns."""
+    while (now := time.monotonic_ns()) < due_ns:
+        pass
+    return now
+
+
 async def _fidelity(args: argparse.Namespace) -> None:
     stall: list[float] = []
+    conn = _Raw(args.stall_url)
+    for _ in range(args.n):
+        conn.send(await conn.prepare())
+        seen, t_two, gap = b"", None, None
+        async for t, ev in conn.response():
+            if isinstance(ev, h11.Response) and ev.status_code != 200:
+                raise SystemExit(f"{args.stall_url}: status {ev.status_code}")
+            if not isinstance(ev, h11.Data) or gap is not None:
+                continue  # read the rest, so that the connection can serve the next one
+            seen += ev.data
+            events = seen.count(b"\n\n")
+            if t_two is None and events >= 2:
+                t_two = t
+                if events > 2:  # the third event came with the second: no stall at all
+                    gap = -200.0
+            elif t_two is not None and events > 2:
+                gap = (t - t_two) / 1e6 - 200
+        if gap is None:
+            raise SystemExit(f"{args.stall_url}: the stream ended before its third event")
+        stall.append(gap)
+    await conn.close()
+    sent: list[tuple[int, int]] = []  # (429's headers read, retry written), monotonic ns
+    conn = _Raw(args.retry_url)
+    for _ in range(args.pairs):
+        conn.send(await conn.prepare())
+        async for t, ev in conn.response():
+            if isinstance(ev, h11.Response):
+                if ev.status_code != 429:
+                    raise SystemExit(f"{args.retry_url}: status {ev.status_code}, not 429")
+                t_headers = t
+                wait = float(dict(ev.headers)[b"retry-after"])
+        due = t_headers + round(wait * 1e9)
+        req = await conn.prepare()
+        # Sleep to just short of the due time, then spin to it: a timer's overshoot is the
+        # client's, not the gateway's.
+        await asyncio.sleep(max(0.0, (due - time.monotonic_ns()) / 1e9 - 0.002))
+        t_sent = _spin_until(due)
+        conn.send(req)
+        async for _ in conn.response():
+            pass
+        sent.append((t_headers, t_sent))
+    await conn.close()
+    root, _, sid = args.retry_url.removesuffix("/v1").rpartition("/s/")
     async with ClientSession() as http:
-        for _ in range(args.n):
-            seen, t_two = b"", None
-            async with http.post(
-                args.stall_url + "/chat/completions", data=BODY, headers=HEADERS
-            ) as r:
-                async for chunk in r.content.iter_any():
-                    seen += chunk
-                    n = seen.count(b"\n\n")
-                    if t_two is None and n >= 2:
-                        t_two = time.monotonic_ns()
-                        if n > 2:  # the third event came with the second: no stall at all
-                            stall.append(-200.0)
-                            break
-                    elif t_two is not None and n > 2:
-                        stall.append((time.monotonic_ns() - t_two) / 1e6 - 200)
-                        break
-                await r.read()
-        sent: list[tuple[int, int]] = []  # (headers read, retry sent), monotonic ns
-        url = args.retry_url + "/chat/completions"
-        for _ in range(args.pairs):
-            async with http.post(url, data=BODY, headers=HEADERS) as r:
-                t_headers = time.monotonic_ns()
-                await r.read()
-                wait = float(r.headers["Retry-After"])
-            await asyncio.sleep(max(0.0, wait - (time.monotonic_ns() - t_headers) / 1e9))
-            t_sent = time.monotonic_ns()
-            async with http.post(url, data=BODY, headers=HEADERS) as r:
-                await r.read()
-            sent.append((t_headers, t_sent))
-        root, _, sid = args.retry_url.removesuffix("/v1").rpartition("/s/")
         async with http.get(f"{root}/_control/sessions/{sid}/journal") as r:
             entries = (await r.json())["entries"][-2 * args.pairs :]
         # The same stalls as the gateway wrote them: from the headers (with the first two

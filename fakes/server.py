@@ -268,6 +268,7 @@ class GatewayApp:
     def _entry(self, st: SessionState, request: web.Request, kind: Kind, **fields: Any) -> Entry:
         """A new entry of ``kind`` appended to the journal; ``fields`` holds the own fields of
         a tool or MCP entry, which come last."""
+        t_arrival = time.monotonic_ns()  # before any work on the request below
         e: dict[str, Any] = {
             "seq": st.count,
             "kind": kind,
@@ -277,7 +278,7 @@ class GatewayApp:
             "headers": redact_headers(request.headers),
             "body": None,
             "body_error": None,
-            "t_arrival_ns": time.monotonic_ns(),
+            "t_arrival_ns": t_arrival,
             "fault": None,
             "fault_params": None,
             "response": None,
