@@ -122,6 +122,8 @@ BROKEN = [
     ("validate_arguments", "tol/tol-02-wrong-type.yaml", "TOL-02"),
     ("capture_tool_errors", "tol/tol-03-tool-raises.yaml", "TOL-03"),
     ("tool_time_limit", "tol/tol-04-tool-timeout.yaml", "TOL-04"),
+    # Stopped at twice the limit it states: the hang is longer still, so only the moment tells.
+    ("exact_tool_limit", "tol/tol-04-tool-timeout.yaml", "TOL-04"),
     ("keep_tool_errors_local", "tol/tol-08-failures-not-resent.yaml", "TOL-08"),
     ("recover_truncated_arguments", "tjs/tjs-02-missing-brace.yaml", "TJS-02"),
     ("refuse_unclosed_array", "tjs/tjs-03-unclosed-array.yaml", "TJS-03"),

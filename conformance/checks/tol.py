@@ -246,6 +246,9 @@ def check_tol_03(ev: Evidence) -> Finding:
 
 # --- TOL-04 ---------------------------------------------------------------------------------
 _TIMEOUT_WORDS = ("timed out", "timeout", "time out", "time limit", "超时")
+# How far past the configured limit a stop may come, as a share of the limit (plus the run's
+# late slack): a timer's own slop, not a limit of another size.
+LIMIT_LATE_SHARE = 0.25
 
 
 def _states_limit(text: str, limit: float) -> bool:
@@ -285,7 +288,10 @@ def _answered(e: Entry) -> bool:
 
 @check("TOL-04", final=True)
 def check_tol_04(ev: Evidence) -> Finding:
-    """A tool past the configured limit is abandoned at the limit and reported with it."""
+    """A tool past the configured limit is abandoned at the limit and reported with it.
+
+    At the limit: not before it by more than the run's slack, not after it by more than
+    ``LIMIT_LATE_SHARE`` of it plus the late slack."""
     limit = (ev.scenario.get("config") or {}).get("tool_timeout_s")
     expected = (
         f"a tool still running at the limit ({limit} s) is stopped then, and its result says "
@@ -327,6 +333,12 @@ def check_tol_04(ev: Evidence) -> Finding:
             if moved is not None and moved < limit - max(ev.slack, ev.late_slack):
                 return failed(
                     expected, f"{where}: abandoned after {moved:.2f} s, before the {limit} s limit"
+                )
+            # Late by more than a timer's slop: the limit the agent enforced is not the one it
+            # was given (the tool ran on past it only because the hang was longer still).
+            if moved is not None and moved > limit * (1 + LIMIT_LATE_SHARE) + ev.late_slack:
+                return failed(
+                    expected, f"{where}: stopped after {moved:.2f} s, past the {limit} s limit"
                 )
             if moved is None or call.result is None:
                 if not turn_over(ev):

@@ -78,6 +78,7 @@ class Behaviours:
     validate_arguments: bool = True  # off: arguments run unchecked against the schema (TOL-02)
     capture_tool_errors: bool = True  # off: a tool's execution error ends the turn (TOL-03)
     tool_time_limit: bool = True  # off: a tool is waited for however long it runs (TOL-04)
+    exact_tool_limit: bool = True  # off: the limit timer runs twice the limit it states (TOL-04)
     final_denials: bool = True  # off: a permission denial is retried like a blip (TOL-05)
     retry_transient_tools: bool = True  # off: a transient tool failure goes to the model (TOL-07)
     keep_tool_errors_local: bool = True  # off: a tool failure resends the chat request (TOL-08)

@@ -121,7 +121,8 @@ class Tools(Requests):
         self._out.append(RunTool(cid, name, args, 1))
         # A batch is bounded item by item by its runner.
         if name != BATCH_TOOL and self.b.tool_time_limit:
-            call.limit_timer = self._tool_timer(call, self.tool_timeout_s, "tool_limit")
+            limit = self.tool_timeout_s * (1.0 if self.b.exact_tool_limit else 2.0)
+            call.limit_timer = self._tool_timer(call, limit, "tool_limit")
         return None
 
     def _tool_timer(self, call: ToolCall, delay_s: float, purpose: str) -> int:

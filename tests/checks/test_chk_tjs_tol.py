@@ -609,6 +609,17 @@ def test_tol_04_fail_hung_up_early_though_the_next_request_came_late() -> None:
     assert f.outcome == "fail" and "before the 2 s limit" in f.observed
 
 
+def test_tol_04_fail_stopped_well_past_the_limit() -> None:
+    # A limit twice the one given, its result stating the one given: the hang (30 s) was longer
+    # still, so only the stop's moment tells.
+    f = hung_up_run(left=4.0, moved=31.0).check("TOL-04")
+    assert f.outcome == "fail" and "past the 2 s limit" in f.observed, f.observed
+    f = tol04_run("timed out after 2 seconds", moved=4.0).check("TOL-04")
+    assert f.outcome == "fail" and "past the 2 s limit" in f.observed, f.observed
+    # A timer's slop past it is no other limit.
+    assert outcome(hung_up_run(left=2.4, moved=31.0), "TOL-04") == "pass"
+
+
 def test_tol_07_a_hang_hung_up_on_is_no_timeout_the_tool_reported() -> None:
     # The agent stopped the tool itself: no failure reached it to retry invisibly.
     r = hung_up_run(left=2.05, moved=2.1)
