@@ -228,6 +228,14 @@ class Evidence:
         ``tools/call`` as the tool host's HTTP entry: ``conformance.executions``)."""
         return list(self._tools)
 
+    def sent_after(self, t0_ns: int) -> list[Entry]:
+        """What the agent sent after ``t0_ns``, in arrival order: model requests and hosted tool
+        executions, over HTTP or MCP (an MCP ``tools/call`` is one; its session's other messages,
+        a cancellation among them, are not)."""
+        sent: list[Entry] = [*self.chat(), *self._tools]
+        later = [e for e in sent if e.get("t_arrival_ns", 0) > t0_ns]
+        return sorted(later, key=lambda e: (e.get("t_arrival_ns", 0), e.get("seq", 0)))
+
     @staticmethod
     def mode(entry: Entry) -> bool:
         """The request mode: True for streaming."""

@@ -23,9 +23,7 @@ def check_ctl_01(ev: Evidence) -> Finding:
     hit = next((e for e in chat if e.get("step") == step), None)
     if hit is None:
         return not_applicable(expected, f"script step {step} was never reached")
-    t0 = hit.get("t_arrival_ns", 0)
-    after = [e for e in ev.journal["entries"] if e.get("t_arrival_ns", 0) > t0 and e is not hit]
-    after = [e for e in after if e.get("kind") in ("chat", "tool")]
+    after = ev.sent_after(hit.get("t_arrival_ns", 0))
     if after:
         e = after[0]
         return failed(expected, f"{e.get('kind')} request seq {e.get('seq')} after the abort")
@@ -70,12 +68,7 @@ def check_ctl_02(ev: Evidence) -> Finding:
     block = next((e for e in hooks if _blocked(e) is not None), None)
     if block is None:
         return not_applicable(expected, "no stop hook blocked in this run")
-    t0 = block.get("t_arrival_ns", 0)
-    after = [
-        e
-        for e in ev.journal["entries"]
-        if e is not block and e.get("kind") in ("chat", "tool") and e.get("t_arrival_ns", 0) > t0
-    ]
+    after = ev.sent_after(block.get("t_arrival_ns", 0))
     if after:
         e = after[0]
         what = "stop_hook call" if e.get("tool") == "stop_hook" else f"{e.get('kind')} request"

@@ -464,12 +464,7 @@ def check_trn_09(ev: Evidence) -> Finding:
     )
     if not during:
         return not_applicable(expected, "the abort did not fall during truncation recovery")
-    t0 = hit.get("t_arrival_ns", 0)
-    after = [
-        e
-        for e in ev.journal["entries"]
-        if e is not hit and e.get("kind") in ("chat", "tool") and e.get("t_arrival_ns", 0) > t0
-    ]
+    after = ev.sent_after(hit.get("t_arrival_ns", 0))
     if after:
         e = after[0]
         what = "a continuation" if any(is_continuation(m) for m in messages_of(e)[-1:]) else "a"

@@ -163,3 +163,30 @@ def test_mcp_04_fails_a_call_before_listing_anew(wire: Any) -> None:
 
     finding = run_check("MCP-04", wire(CHANGE, steps))
     assert finding.outcome == "fail" and "before listing anew" in finding.observed
+
+
+# --- what the agent sent after an abort includes its MCP tool calls (CTL-01) ---------------
+def _after_abort(wire: Any, then: Callable[[_Client], None]) -> Any:
+    def steps(m: _Client) -> None:
+        m.initialize()
+        m.chat()  # step 0, the request the abort falls in
+        then(m)
+
+    ev = wire([], steps)
+    scenario = {**_scenario([]), "criteria": ["CTL-01"], "abort": {"when_step": 0}}
+    return run_check("CTL-01", Evidence(scenario=scenario, journal=ev.raw_journal, events=DONE))
+
+
+def test_ctl_01_fails_a_tool_called_over_mcp_after_the_abort(wire: Any) -> None:
+    finding = _after_abort(wire, lambda m: m.call())
+    assert finding.outcome == "fail" and "tool request" in finding.observed, finding.observed
+
+
+def test_ctl_01_passes_a_cancellation_sent_after_the_abort(wire: Any) -> None:
+    def cancel(m: _Client) -> None:
+        note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+        headers = {"Accept": "application/json, text/event-stream", SESSION_HEADER: m.sid or ""}
+        m.c.post(m.s.mcp_endpoint, json=note, headers=headers)
+
+    finding = _after_abort(wire, cancel)
+    assert finding.outcome == "pass", finding.observed
