@@ -442,8 +442,11 @@ def check_str_13(ev: Evidence) -> Finding:
         resp = response_of(e)
         if not Evidence.mode(e) or resp.get("status") != 200:
             continue
-        if "data: [DONE]" in str(resp.get("sent") or "") or not wire_reply(e).finish_reason:
+        reply = wire_reply(e)
+        if "data: [DONE]" in str(resp.get("sent") or "") or not reply.finish_reason:
             continue
+        if reply.empty:
+            continue  # an empty reply is asked for again (STR-16), finished or not
         judged += 1
         for later in chat[i + 1 :]:
             if same_request(e, later):

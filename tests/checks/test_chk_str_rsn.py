@@ -338,6 +338,14 @@ def test_str_13_fail_resent() -> None:
     assert run_check("STR-13", j.evidence()).outcome == "fail"
 
 
+def test_str_13_an_empty_reply_asked_for_again_is_str_16s() -> None:
+    # Finished, no [DONE], and nothing in it: asking again is what STR-16 wants.
+    j = Journal()
+    attempt(j, STREAM, sse({"content": ""}, finish="stop"), "finish_without_done")
+    attempt(j, STREAM, sse({"content": "Hi"}, finish="stop") + "data: [DONE]\n\n")
+    assert run_check("STR-13", j.evidence()).outcome == "not_applicable"
+
+
 def _reset_after_finish(j: Journal) -> dict:
     e = attempt(j, STREAM, sse({"content": "Hi"}, finish="stop"), "cut")
     e["response"]["end"] = "reset"
