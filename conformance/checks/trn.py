@@ -119,7 +119,7 @@ def _trailing_continuations(body: dict[str, Any], prompt: str | None = None) -> 
         if m.get("role") == "user":
             content = m.get("content")
             if content == CONTINUATION_TEXT:
-                if _after_tool_results(messages, i):
+                if _after_tool_results(messages, i, prompt):
                     break  # it continued a truncation that carried tool calls (TRN-03, TRN-06)
                 n += 1
             elif not prompt or prompt in str(content):
@@ -127,12 +127,16 @@ def _trailing_continuations(body: dict[str, Any], prompt: str | None = None) -> 
     return n
 
 
-def _after_tool_results(messages: list[dict[str, Any]], i: int) -> bool:
-    """Whether message ``i`` comes right after tool results (the agent's own notes between)."""
+def _after_tool_results(messages: list[dict[str, Any]], i: int, prompt: str | None) -> bool:
+    """Whether message ``i`` comes right after tool results, the agent's own notes between (a
+    system message, or a user-role one that is neither the prompt nor a continuation)."""
     for m in reversed(messages[:i]):
-        if m.get("role") == "tool":
+        role, content = m.get("role"), m.get("content")
+        if role == "tool":
             return True
-        if m.get("role") != "system":
+        if role == "system":
+            continue
+        if role != "user" or content == CONTINUATION_TEXT or not prompt or prompt in str(content):
             return False
     return False
 

@@ -43,13 +43,16 @@ def test_trn04_a_plain_fourth_truncation_still_needs_the_error() -> None:
     assert run_check("TRN-04", ev).outcome == "pass"
 
 
-def _tool_truncation_then(continuations: int, *, last_truncated: bool, error: bool) -> object:
+def _tool_truncation_then(
+    continuations: int, *, last_truncated: bool, error: bool, note: dict | None = None
+) -> object:
     """A tool call cut at `length` (its tool ran, then the continuation), then text truncations,
     each continued: the requests' transcripts, in the order an agent sends them (TRN-03)."""
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{"}}
     turns: list[dict] = [
         {"role": "assistant", "content": None, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": "c1", "content": "Error: invalid arguments"},
+        *([note] if note else []),
         CONT,
     ]
     j = Journal()
@@ -61,7 +64,8 @@ def _tool_truncation_then(continuations: int, *, last_truncated: bool, error: bo
             entry["response"]["sent"] = _sse({"content": f"part {i}"})
         turns += [{"role": "assistant", "content": f"part {i}"}, CONT]
     ev = [{"type": "error", "kind": "output_limit", "message": "limit exceeded 4 times"}]
-    return j.evidence(events=(ev if error else []) + [turn_end("error" if error else "completed")])
+    ends = (ev if error else []) + [turn_end("error" if error else "completed")]
+    return j.evidence(events=ends, scenario={"id": "t", "prompt": USER["content"]})
 
 
 def test_trn04_the_continuation_after_a_truncated_tool_call_is_not_counted() -> None:
@@ -80,3 +84,16 @@ def test_trn04_counting_the_tool_call_continuation_stops_one_early() -> None:
     ev = _tool_truncation_then(2, last_truncated=True, error=True)
     f = run_check("TRN-04", ev)
     assert f.outcome == "fail" and "only 2 continuation" in f.observed, f.observed
+
+
+def test_trn04_the_agents_own_note_between_the_results_and_the_continuation() -> None:
+    # A loop reminder, sent as a user turn or a system message, still leaves the continuation
+    # the tool call's own (found by the fuzzer: a reminder after three failing calls).
+    for role in ("user", "system"):
+        note = {
+            "role": role,
+            "content": "<system-reminder>You have called f 3 times</system-reminder>",
+        }
+        ev = _tool_truncation_then(3, last_truncated=False, error=False, note=note)
+        f = run_check("TRN-04", ev)
+        assert f.outcome == "not_applicable", (role, f.observed)
