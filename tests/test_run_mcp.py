@@ -121,6 +121,7 @@ def test_tool_criteria_over_mcp_give_the_http_verdicts(gateway, scenario, dialec
 # Broken copies: one MCP recovery off fails its criterion (SHOULD ones are NON-STRICT).
 BROKEN_MCP = [
     ("mcp_error_results", "mcp-01-rpc-error", "MCP-01", "FAIL"),
+    ("mcp_error_messages", "mcp-01-rpc-error", "MCP-01", "FAIL"),
     ("mcp_reinitialize", "mcp-02-session-expired", "MCP-02", "FAIL"),
     ("mcp_cut_results", "mcp-03-cut-answer", "MCP-03", "NON-STRICT"),
     ("mcp_cut_results", "mcp-03-bad-json", "MCP-03", "NON-STRICT"),

@@ -94,12 +94,30 @@ def _failure(x: Entry) -> str | None:
     return None
 
 
+def _server_said(x: Entry) -> str:
+    """The message an MCP tool call's failed answer carried: a JSON-RPC error's ``message``,
+    or an ``isError`` result's text ("" for none)."""
+    m = _answer(x) or {}
+    err, result = m.get("error"), m.get("result")
+    if isinstance(err, dict):
+        return str(err.get("message") or "")
+    content = result.get("content") if isinstance(result, dict) else None
+    parts = content if isinstance(content, list) else []
+    return "\n".join(
+        str(p.get("text") or "") for p in parts if isinstance(p, dict) and p.get("type") == "text"
+    ).strip()
+
+
 def _went_on(
-    ev: Evidence, expected: str, why_of: Callable[[list[Entry]], str | None], what: str
+    ev: Evidence,
+    expected: str,
+    why_of: Callable[[list[Entry]], str | None],
+    what: str,
+    said: Callable[[list[Entry]], str] | None = None,
 ) -> Finding:
     """MCP-01 and MCP-03: every call whose executions ``why_of`` names a failure for reached
-    the model as a tool result, and the turn did not end in an error (``what``: those calls,
-    as the finding names them)."""
+    the model as a tool result (carrying what ``said`` gives, the server's own message), and
+    the turn did not end in an error (``what``: those calls, as the finding names them)."""
     judged = 0
     for call, exs in _mcp_calls(ev):
         why = why_of(exs)
@@ -110,6 +128,13 @@ def _went_on(
             if not turn_over(ev):
                 return not_applicable(expected, f"call {call.id!r}: the turn was cut short")
             return failed(expected, f"call {call.id!r} ({why}): no tool result reached the model")
+        message = said(exs) if said is not None else ""
+        if message and message not in call.result:
+            return failed(
+                expected,
+                f"call {call.id!r} ({why}): the result lacks the server's {message!r}: "
+                f"{call.result[:200]!r}",
+            )
     if not judged:
         return not_applicable(expected, f"no {what} in this run")
     if "error" in {e.get("reason") for e in ev.turn_ends()}:
@@ -123,9 +148,15 @@ def check_mcp_01(ev: Evidence) -> Finding:
     tool result, and the turn goes on."""
     expected = (
         "a tool call the MCP server answers with an error, or not in time, becomes a tool result "
-        "sent back to the model, and the turn goes on"
+        "sent back to the model, carrying the server's message, and the turn goes on"
     )
-    return _went_on(ev, expected, lambda exs: _failure(exs[-1]), "failed MCP call(s)")
+    return _went_on(
+        ev,
+        expected,
+        lambda exs: _failure(exs[-1]),
+        "failed MCP call(s)",
+        said=lambda exs: _server_said(exs[-1]),
+    )
 
 
 # --- MCP-02 ---------------------------------------------------------------------------------

@@ -95,6 +95,7 @@ class Behaviours:
     sse_across_reads: bool = True  # off: each network read is taken as whole events (STR-09)
     # The MCP client's recoveries (tools over MCP): off, each breaks its MCP criterion.
     mcp_error_results: bool = True  # off: a failed MCP call raises, the turn crashes (MCP-01)
+    mcp_error_messages: bool = True  # off: a failed MCP call's result drops its message (MCP-01)
     mcp_reinitialize: bool = True  # off: an expired MCP session is not initialized again (MCP-02)
     mcp_cut_results: bool = True  # off: a cut or unreadable MCP answer raises (MCP-03)
     mcp_list_changes: bool = True  # off: tools/list_changed is ignored (MCP-04)
@@ -104,6 +105,7 @@ class Behaviours:
         """The MCP client's switches."""
         return McpSwitches(
             error_results=self.mcp_error_results,
+            error_messages=self.mcp_error_messages,
             reinitialize=self.mcp_reinitialize,
             cut_results=self.mcp_cut_results,
             follow_list_changes=self.mcp_list_changes,

@@ -76,6 +76,7 @@ class McpSwitches:
     """The MCP recoveries, all on; off is a broken copy's bug."""
 
     error_results: bool = True  # off: a failed call (JSON-RPC error, isError) raises
+    error_messages: bool = True  # off: a failed call's result drops the server's message
     reinitialize: bool = True  # off: an expired session is a tool error, not initialized again
     cut_results: bool = True  # off: a cut or unreadable answer raises
     follow_list_changes: bool = True  # off: list_changed is ignored, the old list kept
@@ -236,6 +237,8 @@ class McpClient:
                 raise RuntimeError(f"MCP error {code}: {text}")
             if code in _TRANSIENT_CODES:
                 return "transient", text or _TRANSIENT_CODES[code], ""
+            if not self._sw.error_messages:
+                return "error", f"MCP error {code}", "mcp"
             return "error", f"MCP error {code}: {text}", "mcp"
         result = message.get("result")
         result = result if isinstance(result, dict) else {}
@@ -249,6 +252,8 @@ class McpClient:
                 raise RuntimeError(f"MCP tool error: {text}")
             if any(w in text.lower() for w in _DENIED):
                 return "denied", text, ""
+            if not self._sw.error_messages:
+                return "error", "the MCP tool reported an error", "execution_error"
             return "error", text, "execution_error"
         return "ok", text, ""
 

@@ -190,3 +190,39 @@ def test_ctl_01_passes_a_cancellation_sent_after_the_abort(wire: Any) -> None:
 
     finding = _after_abort(wire, cancel)
     assert finding.outcome == "pass", finding.observed
+
+
+# --- MCP-01: the result the model gets carries the server's message -------------------------
+RPC_ERROR = [{"fault": {"rpc_error": {"code": -32603, "message": "backend down"}}}]
+
+
+def _told(result: str) -> Callable[[_Client], None]:
+    """The model's call run over MCP (answered with a JSON-RPC error), then ``result`` sent."""
+
+    def steps(m: _Client) -> None:
+        m.chat()  # step 0: the model calls write_file
+        m.initialize()
+        m.call()
+        call = {"id": "call_1", "type": "function"}
+        call["function"] = {"name": "write_file", "arguments": json.dumps(ARGS)}
+        body = {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": "p"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_1", "content": result},
+            ],
+        }
+        m.c.post(m.s.base_url + "/chat/completions", json=body).raise_for_status()
+
+    return steps
+
+
+def test_mcp_01_passes_the_servers_message_sent_to_the_model(wire: Any) -> None:
+    ev = wire(RPC_ERROR, _told("Error: MCP error -32603: backend down"))
+    assert run_check("MCP-01", ev).outcome == "pass", run_check("MCP-01", ev)
+
+
+def test_mcp_01_fails_a_result_that_drops_the_servers_message(wire: Any) -> None:
+    finding = run_check("MCP-01", wire(RPC_ERROR, _told("Error: the tool failed")))
+    assert finding.outcome == "fail" and "backend down" in finding.observed, finding.observed
