@@ -105,6 +105,7 @@ BROKEN = [
     ("keep_partial_output", "trn/trn-08-cut-text-kept.yaml", "TRN-08"),
     ("one_compaction_per_turn", "ctx/ctx-02-second-overflow.yaml", "CTX-02"),
     ("training_mode_refusal", "ctx/ctx-04-training-mode-refuses.yaml", "CTX-04"),
+    ("placeholder_repair", "ctx/ctx-03-one-of-two-unanswered.yaml", "CTX-03"),
     ("hook_block_final", "ctl/ctl-02-stop-hook-block.yaml", "CTL-02"),
     ("successful_usage_only", "str/str-11-usage-in-band-error.yaml", "STR-11"),
     ("fallback_switch", "str/str-12-fallback-off.yaml", "STR-12"),

@@ -249,6 +249,21 @@ def check_ctx_03(ev: Evidence) -> Finding:
         ]
         if empty:
             return failed(expected, f"seq {e.get('seq')}: empty placeholder for {empty}")
+    # Answered, not dropped: the first request still carries the history as given (a later one
+    # may carry a compaction's summary instead).
+    first = main[0]
+    answered = {
+        m.get("tool_call_id")
+        for m in _messages(first)
+        if isinstance(m, dict) and m.get("role") == "tool"
+    }
+    dropped = [g for g in gaps if g not in answered]
+    if dropped:
+        return failed(
+            expected,
+            f"seq {first.get('seq')}: the unpaired call(s) {dropped} were dropped from the "
+            "history, not answered with a placeholder",
+        )
     return passed(expected, f"{len(main)} request(s); unpaired call(s) {gaps} answered in each")
 
 

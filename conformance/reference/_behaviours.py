@@ -67,6 +67,7 @@ class Behaviours:
     finish_completes: bool = True  # off: a stream without [DONE] failed, finish or not (STR-13)
     fallback_switch: bool = True  # off: stream_fallback: false in the config is ignored (STR-12)
     training_mode_refusal: bool = True  # off: training-data mode repairs history too (CTX-04)
+    placeholder_repair: bool = True  # off: an unanswered history call is dropped (CTX-03)
     tool_call_log: bool = True  # off: no structured record per tool call (DBG-03)
     typed_errors: bool = True  # off: every surfaced error has the kind "error" (ERR-01)
     name_recovery_tried: bool = True  # off: a surfaced error names no recovery tried (ERR-04)

@@ -53,13 +53,17 @@ BACKGROUND_STARTED = (
 TITLE_PROMPT = "Write a short title for this conversation. Reply with the title only."
 
 
-def repair_history(messages: list[dict]) -> tuple[list[dict], int]:
-    """Add a placeholder result after any tool call left without one; returns (messages, count)."""
+def repair_history(messages: list[dict], *, drop: bool = False) -> tuple[list[dict], int]:
+    """Add a placeholder result after any tool call left without one; returns (messages, count).
+
+    ``drop`` (a broken copy's bug, CTX-03): take such a call out of its assistant message
+    instead."""
     out: list[dict] = []
     added = 0
     i = 0
     while i < len(messages):
         msg = messages[i]
+        at = len(out)
         out.append(msg)
         i += 1
         calls = msg.get("tool_calls") if msg.get("role") == "assistant" else None
@@ -70,11 +74,19 @@ def repair_history(messages: list[dict]) -> tuple[list[dict], int]:
             answered.add(str(messages[i].get("tool_call_id")))
             out.append(messages[i])
             i += 1
-        for call in calls:
+        gaps = [c for c in calls if str(c.get("id")) not in answered]
+        added += len(gaps)
+        if drop and gaps:
+            kept = [c for c in calls if c not in gaps]
+            out[at] = (
+                {**msg, "tool_calls": kept}
+                if kept
+                else {k: v for k, v in msg.items() if k != "tool_calls"}
+            )
+            continue
+        for call in gaps:
             cid = str(call.get("id"))
-            if cid not in answered:
-                out.append({"role": "tool", "tool_call_id": cid, "content": MISSING_RESULT})
-                added += 1
+            out.append({"role": "tool", "tool_call_id": cid, "content": MISSING_RESULT})
     return out, added
 
 

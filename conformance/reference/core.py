@@ -249,7 +249,7 @@ class TurnCore(Replies):
     def _on_begin(self, event: Begin) -> Phase:
         messages = list(self.start.get("history") or [])
         if self.b.history_repair:
-            repaired, added = repair_history(messages)
+            repaired, added = repair_history(messages, drop=not self.b.placeholder_repair)
             # A broken copy (training_mode_refusal off) repairs in training-data mode (CTX-04).
             if added and self.config.get("training_data_mode") and self.b.training_mode_refusal:
                 # Fabricated results would poison training data: refuse instead of repairing.

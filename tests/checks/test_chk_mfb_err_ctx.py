@@ -568,6 +568,13 @@ def test_ctx_03_fail_result_not_adjacent_or_empty() -> None:
     assert outcome("CTX-03", empty, scenario=SCEN) == "fail"
 
 
+def test_ctx_03_fail_unpaired_call_dropped_not_answered() -> None:
+    # The call taken out of its assistant message: nothing unpaired is sent, nothing repaired.
+    only_a = {**CALLS, "tool_calls": CALLS["tool_calls"][:1]}
+    f = run_check("CTX-03", ctx_run(U, only_a, RES_A, U).evidence(scenario=SCEN))
+    assert f.outcome == "fail" and "dropped" in f.observed and "'b'" in f.observed, f.observed
+
+
 def test_ctx_03_not_applicable() -> None:
     assert outcome("CTX-03", ctx_run(U), scenario={"id": "x"}) == "not_applicable"
     assert outcome("CTX-03", Journal(), ended("error", "bad_request"), scenario=TRAIN) == (
