@@ -241,6 +241,8 @@ class ShippedAdapter:
             "base_url_root": _strip_v1(req.base_url),
             "fallback_model": str(config.get("fallback_model") or ""),
             "context_window": str(config.get("context_window") or ""),
+            # The tool time limit in milliseconds (nominal: on a fast clock the agent's own).
+            "tool_timeout_ms": _ms(config.get("tool_timeout_s")),
             "tool_endpoint": str(req.start.get("tool_endpoint") or ""),
             "mcp_endpoint": mcp_endpoint(req.start),
             # The harness's own interpreter: a hook command the profile writes runs on it.
@@ -253,6 +255,11 @@ class ShippedAdapter:
         have."""
         config = req.start.get("config") or {}
         return {cap: m for cap, m in self.profile.drive.items() if _applies(m.get("when"), config)}
+
+    def _carried(self, req: RunRequest) -> dict[str, dict[str, Any]]:
+        """The profile's ``config_carried`` mappings of the config keys this run sets."""
+        config = req.start.get("config") or {}
+        return {k: m for k, m in self.profile.config_carried.items() if _applies(k, config)}
 
     def _write_files(self, values: dict, roots: dict[str, Path], specs: list[dict]) -> None:
         for spec in specs:
@@ -305,10 +312,11 @@ class ShippedAdapter:
             config_home.mkdir(parents=True)
             values = self._values(req, home, config_home, binp)
             drives = self._drives(req)
+            carried = self._carried(req)
             # The MCP tool host, for a scenario that offers tools (the others have none to call).
             mcp = self.profile.mcp if req.start.get("tools") else {}
             files = list(self.profile.files) + list(mcp.get("files") or [])
-            for m in drives.values():
+            for m in (*drives.values(), *carried.values()):
                 files.extend(m.get("files") or [])
             try:
                 self._write_files(
@@ -333,13 +341,15 @@ class ShippedAdapter:
             argv = render(self.profile.command, values)
             env.update(render(mcp.get("env") or {}, values))
             argv.extend(render(mcp.get("args") or [], values))
-            for m in drives.values():
+            for m in (*drives.values(), *carried.values()):
                 env.update(render(m.get("env") or {}, values))
                 argv.extend(render(m.get("args") or [], values))
             if warp is not None:
                 env.update(warp_env(warp))
             # The abort is recorded once it is sent (_run); the others are in the run from its start.
             hello["driven"] = {cap: _how(m, values) for cap, m in drives.items() if cap != "abort"}
+            if carried:
+                hello["config_carried"] = {k: _how(m, values) for k, m in carried.items()}
             if mcp:
                 hello["mcp"] = {"endpoint": values["mcp_endpoint"], "how": _how(mcp, values)}
             return self._run(req, argv, env, events, hello, warp)
@@ -483,6 +493,13 @@ def _port_of(base_url: str) -> int | None:
     if parts.hostname not in ("127.0.0.1", "localhost"):
         return None
     return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _ms(seconds: object) -> str:
+    """Seconds as whole milliseconds ("" for none)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        return ""
+    return str(round(seconds * 1000))
 
 
 def _applies(when: str | dict | None, config: dict) -> bool:

@@ -54,6 +54,7 @@ PLACEHOLDERS = (
     # Drives (see `drive` below): what the scenario's config asks, and where the hosted tools are.
     "fallback_model",
     "context_window",
+    "tool_timeout_ms",
     "tool_endpoint",
     "python",
     # The session's MCP tool host (`mcp` below): where the agent takes the hosted tools from.
@@ -139,6 +140,9 @@ _SCHEMA: dict[str, Any] = {
         # Keys of the scenario's `config` the agent cannot be given (no flag, setting or
         # variable carries them): a criterion judged against one of them is UNSUPPORTED.
         "config_ignored": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        # Keys of the scenario's `config` the agent is given through its own settings: each a
+        # mapping (arguments, environment, files) added to a run whose config sets that key.
+        "config_carried": {"type": "object", "additionalProperties": {"$ref": "#/$defs/mapping"}},
         # The agent's own features, driven from outside, each earning the capability it is
         # keyed by (DRIVABLE); see docs/agents/shipped.md.
         "drive": {
@@ -224,6 +228,8 @@ class Profile:
     mcp: dict[str, Any] = field(default_factory=dict)
     # Scenario config keys it cannot be given (schema: _SCHEMA "config_ignored").
     config_ignored: list[str] = field(default_factory=list)
+    # {config key: how the agent is given it} (schema: _SCHEMA "config_carried").
+    config_carried: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def package(self) -> str:
@@ -301,7 +307,8 @@ def load_profile(spec: str | Path) -> Profile:
         field_name = ".".join(str(x) for x in p) or "(profile)"
         raise ProfileError(f"{_where(src, lines, p)}: {field_name}: {err.message}")
     # Unknown placeholders are typos that would reach the agent verbatim: refuse them.
-    for p, s in _strings({k: data.get(k) for k in ("command", "env", "files", "drive", "mcp")}):
+    placed = ("command", "env", "files", "drive", "mcp", "config_carried")
+    for p, s in _strings({k: data.get(k) for k in placed}):
         for m in _ANY_PLACEHOLDER.finditer(s):
             if m.group(1) not in PLACEHOLDERS:
                 raise ProfileError(
@@ -312,6 +319,12 @@ def load_profile(spec: str | Path) -> Profile:
         raise ProfileError(
             f"{_where(src, lines, ('name',))}: name: {data['name']!r} must equal the file stem "
             f"{path.stem!r}"
+        )
+    both = set(data.get("config_ignored") or []) & set(data.get("config_carried") or {})
+    if both:
+        raise ProfileError(
+            f"{_where(src, lines, ('config_carried',))}: config_carried: {sorted(both)} are "
+            "named in config_ignored too"
         )
     both = set(data.get("capabilities") or []) & set(data.get("drive") or {})
     if both:
@@ -353,6 +366,7 @@ def load_profile(spec: str | Path) -> Profile:
         drive=dict(data.get("drive") or {}),
         mcp=dict(data.get("mcp") or {}),
         config_ignored=list(data.get("config_ignored") or []),
+        config_carried=dict(data.get("config_carried") or {}),
     )
 
 

@@ -360,3 +360,96 @@ def test_codex_stop_hook(tmp_path, gateway, honours):
     else:
         assert tools == []
         assert verdicts["CTL-02"]["verdict"] == "INFORMATIONAL", verdicts["CTL-02"]
+
+
+# -- a config key carried: config.tool_timeout_s as MCP_TOOL_TIMEOUT (milliseconds) ------------
+
+TOOL_TIMEOUT = {
+    "id": "carried-tool-timeout",
+    "criteria": ["TOL-04"],
+    "capabilities": ["tools", "mcp_tools"],
+    "deadline": 20,
+    "config": {"tool_timeout_s": 1},
+    "tools": [{"name": "run_tests", "parameters": {"type": "object"}}],
+    "tool_host": {"run_tests": [{"hang": 3}]},
+    "script": [
+        {"reply": {"tool_calls": [{"id": "call_1", "name": "run_tests", "arguments": "{}"}]}},
+        {"reply": {"text": "Done.", "finish_reason": "stop"}},
+    ],
+}
+
+# A model request, then the tool call over the session's MCP server (its own limit from
+# MCP_TOOL_TIMEOUT when HONOURS), then the result sent back.
+CALL_OVER_MCP = """
+cfg = json.load(open(sys.argv[sys.argv.index("--mcp-config") + 1]))
+url = cfg["mcpServers"]["conformance"]["url"]
+def rpc(method, params, sid=None, timeout=30):
+    msg = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    if sid:
+        headers["mcp-session-id"] = sid
+    req = urllib.request.Request(url, json.dumps(msg).encode(), headers=headers, method="POST")
+    return urllib.request.urlopen(req, timeout=timeout)
+ask(os.environ["ANTHROPIC_MODEL"]).read()
+init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fake"}}
+sid = rpc("initialize", init).headers["mcp-session-id"]
+limit = int(os.environ.get("MCP_TOOL_TIMEOUT") or 0) / 1000 if HONOURS else None
+try:
+    rpc("tools/call", {"name": "run_tests", "arguments": {}}, sid, timeout=limit or 30).read()
+    result = "ran"
+except OSError:
+    result = f"MCP tool run_tests timed out after {limit:g}s"
+url2 = os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages"
+body = {"model": os.environ["ANTHROPIC_MODEL"], "max_tokens": 64, "messages": [
+    {"role": "user", "content": "go"},
+    {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "call_1", "name": "mcp__conformance__run_tests", "input": {}}]},
+    {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "call_1", "content": result, "is_error": True}]}]}
+req = urllib.request.Request(url2, json.dumps(body).encode(), method="POST", headers={
+    "content-type": "application/json", "x-api-key": os.environ["ANTHROPIC_API_KEY"],
+    "anthropic-version": "2023-06-01"})
+urllib.request.urlopen(req, timeout=10).read()
+done("Done.")
+"""
+
+
+def _run_mcp(gateway, ad, scenario: dict):
+    sc = Scenario.from_dict({"title": "carried", "prompt": "Run the tests.", **scenario})
+    entry, verdicts = run_scenario(
+        gateway, ad, sc, dialect="anthropic_messages", tool_transport="mcp"
+    )
+    assert entry["status"] == "ran", entry["agent_log"][-2000:]
+    return entry, verdicts
+
+
+def test_tool_timeout_carried_to_an_agent_that_honours_it(tmp_path, gateway):
+    ad = _fake(tmp_path, "HONOURS = True\n" + CALL_OVER_MCP)
+    assert "tool_timeout_s" not in ad.config_ignored()
+    entry, verdicts = _run_mcp(gateway, ad, TOOL_TIMEOUT)
+    assert _hello(entry)["config_carried"] == {"tool_timeout_s": "environment MCP_TOOL_TIMEOUT"}
+    assert verdicts["TOL-04"]["verdict"] == "PASS", verdicts["TOL-04"]
+
+
+def test_tool_timeout_carried_but_ignored_is_judged_a_failure(tmp_path, gateway):
+    entry, verdicts = _run_mcp(
+        gateway, _fake(tmp_path, "HONOURS = False\n" + CALL_OVER_MCP), TOOL_TIMEOUT
+    )
+    assert verdicts["TOL-04"]["verdict"] == "FAIL", verdicts["TOL-04"]
+    assert "waited for the tool's own reply" in verdicts["TOL-04"]["observed"]
+
+
+def test_tool_timeout_is_carried_only_when_the_scenario_sets_it(tmp_path, gateway):
+    sc = {**TOOL_TIMEOUT, "config": {}, "criteria": ["ERR-05"]}
+    entry, _ = _run_mcp(gateway, _fake(tmp_path, "HONOURS = True\n" + CALL_OVER_MCP), sc)
+    assert "config_carried" not in _hello(entry)
+
+
+def test_a_config_key_is_not_carried_and_ignored_at_once(tmp_path):
+    path = _profile(
+        tmp_path,
+        "config_ignored: [tool_timeout_s]\n"
+        "config_carried:\n  tool_timeout_s: {env: {T: '{tool_timeout_ms}'}}\n",
+    )
+    with pytest.raises(ProfileError, match=r"config_carried: \['tool_timeout_s'\]"):
+        load_profile(path)
