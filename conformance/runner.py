@@ -75,6 +75,7 @@ DEFAULT_DIALECT = "openai_chat"
 DIALECTS = NAMES  # the registry's names (fakes.dialects)
 TOOL_TRANSPORTS = ("http", "mcp")
 MCP_TOOLS = "mcp_tools"  # the capability of an agent that takes its hosted tools from MCP
+HISTORY = "history"  # what a scenario with a history needs of an agent that says it cannot take one
 
 
 def _display_path(source: str) -> str:
@@ -275,6 +276,12 @@ def run_scenario(
     if tool_transport == "mcp":
         needed.add(MCP_TOOLS)
     missing = sorted(needed - caps)
+    # A scenario's history the agent cannot be given (a CLI run as it ships starts a new
+    # conversation): judging it would judge a setup it never had.
+    takes_history = getattr(adapter, "takes_history", None)
+    no_history = bool(scenario.history) and callable(takes_history) and not takes_history()
+    if no_history:
+        missing.append(HISTORY)
     criteria = list(dict.fromkeys([*scenario.criteria, *INVARIANTS]))
     api_key = "sk-conformance-" + _secrets.token_hex(16)
     began = time.monotonic()
@@ -286,6 +293,10 @@ def run_scenario(
             )
         elif MCP_TOOLS in missing and tool_transport != "mcp":
             why += " (the run's tools go over http: --tool-transport mcp runs them over MCP)"
+        elif no_history:
+            why += (
+                " (the agent cannot be given the scenario's history: it starts a new conversation)"
+            )
         outcome = RunOutcome("unsupported", [], None, "", why)
         stopped_ns = time.monotonic_ns()
         journal: Journal = {
@@ -369,6 +380,9 @@ def run_scenario(
         elif untold := sorted(set(crit.config_keys) & _set_keys(scenario.config) & ignored):
             v, exp = "UNSUPPORTED", "an agent that can be given " + ", ".join(untold)
             obs = f"the agent cannot be given config {', '.join(untold)} (its profile says so)"
+        elif no_history:
+            v, exp = "UNSUPPORTED", "an agent that can be given the scenario's history"
+            obs = "the agent cannot be given a history: it starts a new conversation"
         elif status == "unsupported" or (crit.capability and crit.capability not in caps):
             need = crit.capability or ", ".join(missing) or "the scenario"
             obs = "not declared by the agent"

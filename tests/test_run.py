@@ -444,3 +444,23 @@ def test_a_criterion_judged_against_config_the_agent_cannot_be_given_is_unsuppor
     assert {k: v["verdict"] for k, v in untold.items() if k != "LOP-03"} == {
         k: v["verdict"] for k, v in told.items() if k != "LOP-03"
     }
+
+
+def test_a_scenario_whose_history_the_agent_cannot_be_given_is_unsupported(gateway):
+    # A CLI run as it ships starts a new conversation: a history check would judge a setup it
+    # never had (an unpaired call it never saw, passed or failed for nothing).
+    class Fresh(ReferenceAdapter):
+        def takes_history(self) -> bool:
+            return False
+
+    sc = load_scenario(CRITERIA / "ctx" / "ctx-03-one-of-two-unanswered.yaml")
+    entry, verdicts = run_scenario(gateway, Fresh(), sc)
+    assert entry["status"] == "unsupported"
+    assert {v["verdict"] for v in verdicts.values()} == {"UNSUPPORTED"}
+    assert "cannot be given a history" in verdicts["CTX-03"]["observed"]
+    _, healthy = run_scenario(gateway, ReferenceAdapter(), sc)
+    assert healthy["CTX-03"]["verdict"] == "PASS"
+    # Without a history the same agent is run and judged.
+    plain = load_scenario(CRITERIA / "lop" / "lop-03-cap-sequential.yaml")
+    _, judged = run_scenario(gateway, Fresh(), plain)
+    assert judged["LOP-03"]["verdict"] == "PASS"

@@ -209,6 +209,11 @@ class ShippedAdapter:
             caps.add(f"dialect:{self.profile.dialect}")
         return caps
 
+    def takes_history(self) -> bool:
+        """False: the agent is run as it ships, on a new conversation; a scenario's history
+        (messages before the prompt) cannot be given to it."""
+        return False
+
     def config_ignored(self) -> set[str]:
         """Keys of a scenario's ``config`` this agent cannot be given (its profile says which)."""
         return set(self.profile.config_ignored)
