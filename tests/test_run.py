@@ -464,3 +464,17 @@ def test_a_scenario_whose_history_the_agent_cannot_be_given_is_unsupported(gatew
     plain = load_scenario(CRITERIA / "lop" / "lop-03-cap-sequential.yaml")
     _, judged = run_scenario(gateway, Fresh(), plain)
     assert judged["LOP-03"]["verdict"] == "PASS"
+
+
+def test_trn07_against_a_user_limit_the_agent_cannot_be_given_is_unsupported(gateway):
+    class Untold(ReferenceAdapter):
+        def config_ignored(self) -> set[str]:
+            return {"max_output_tokens"}
+
+    kept = load_scenario(CRITERIA / "trn" / "trn-07-user-limit-kept.yaml")
+    _, untold = run_scenario(gateway, Untold(), kept)
+    assert untold["TRN-07"]["verdict"] == "UNSUPPORTED", untold["TRN-07"]
+    # At the default limit (max_output_tokens null) there is no limit to be told: judged.
+    default = load_scenario(CRITERIA / "trn" / "trn-07-raise-default-limit.yaml")
+    _, judged = run_scenario(gateway, Untold(), default)
+    assert judged["TRN-07"]["verdict"] == "PASS", judged["TRN-07"]

@@ -248,6 +248,7 @@ class ShippedAdapter:
             "context_window": str(config.get("context_window") or ""),
             # The tool time limit in milliseconds (nominal: on a fast clock the agent's own).
             "tool_timeout_ms": _ms(config.get("tool_timeout_s")),
+            "max_output_tokens": str(config.get("max_output_tokens") or ""),
             "tool_endpoint": str(req.start.get("tool_endpoint") or ""),
             "mcp_endpoint": mcp_endpoint(req.start),
             # The harness's own interpreter: a hook command the profile writes runs on it.

@@ -55,6 +55,7 @@ PLACEHOLDERS = (
     "fallback_model",
     "context_window",
     "tool_timeout_ms",
+    "max_output_tokens",
     "tool_endpoint",
     "python",
     # The session's MCP tool host (`mcp` below): where the agent takes the hosted tools from.
