@@ -144,12 +144,15 @@ def _scenario_view(agent: AgentView, cited: dict[str, Any], cid: str) -> dict[st
 
 
 def _driven(events: Any) -> str | None:
-    """How a shipped agent's own features were driven in the run (its hello's ``driven``)."""
+    """How a shipped agent's own features were driven in the run, and how the scenario's config
+    was carried to it (its hello's ``driven`` and ``config_carried``)."""
     hello = next((e for e in events or [] if isinstance(e, dict) and e.get("type") == "hello"), {})
-    driven = hello.get("driven")
-    if not isinstance(driven, dict) or not driven:
-        return None
-    return "; ".join(f"{cap}: {how}" for cap, how in sorted(driven.items()))
+    parts = []
+    for field, label in (("driven", ""), ("config_carried", "config ")):
+        got = hello.get(field)
+        if isinstance(got, dict):
+            parts += [f"{label}{k}: {how}" for k, how in sorted(got.items())]
+    return "; ".join(parts) or None
 
 
 def _clock(clock: Any) -> str | None:

@@ -271,9 +271,11 @@ def test_a_driven_feature_is_shown_with_its_scenario(tmp_path: Path, sample: dic
     scenario = next(s for s in agent["scenarios"] if s["id"] == cited)
     hello = {"type": "hello", "agent": "a", "version": "1", "capabilities": ["abort"], "t_ns": 1}
     hello["driven"] = {"abort": "SIGINT sent to the agent's process group <b>"}
+    hello["config_carried"] = {"tool_timeout_s": "environment MCP_TOOL_TIMEOUT"}
     scenario["events"] = [hello, *[e for e in scenario["events"] if e.get("type") != "hello"]]
     out = render([doc], tmp_path / "report", secrets=[SECRET])
     pages = [p.read_text("utf-8") for p in sorted((out.parent / "criteria").glob("*.html"))]
     line = next(p for p in pages if "<th>driven</th>" in p)
     assert "abort: SIGINT sent to the agent&#39;s process group &lt;b&gt;" in line
+    assert "config tool_timeout_s: environment MCP_TOOL_TIMEOUT" in line
     assert sum("<th>driven</th>" in p for p in pages) < len(pages)
