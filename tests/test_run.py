@@ -427,16 +427,24 @@ def test_broken_copy_of_a_should_or_may_behaviour(gateway, switch, scenario, cri
     assert verdicts[criterion]["verdict"] == "NON-STRICT", verdicts[criterion]
 
 
+class _Untold(ReferenceAdapter):
+    """The reference agent, saying it cannot be given some config keys (as a shipped profile's
+    ``config_ignored`` does)."""
+
+    def __init__(self, *keys: str) -> None:
+        super().__init__()
+        self.keys = set(keys)
+
+    def config_ignored(self) -> set[str]:
+        return self.keys
+
+
 def test_a_criterion_judged_against_config_the_agent_cannot_be_given_is_unsupported(gateway):
     # A shipped agent's profile names the scenario config it cannot be given (no flag carries
     # it): a check judging against that limit would fail an agent for a rule it never knew.
-    class Untold(ReferenceAdapter):
-        def config_ignored(self) -> set[str]:
-            return {"max_tool_calls"}
-
     sc = load_scenario(CRITERIA / "lop" / "lop-03-cap-sequential.yaml")
     _, told = run_scenario(gateway, ReferenceAdapter(), sc)
-    _, untold = run_scenario(gateway, Untold(), sc)
+    _, untold = run_scenario(gateway, _Untold("max_tool_calls"), sc)
     assert told["LOP-03"]["verdict"] == "PASS"
     assert untold["LOP-03"]["verdict"] == "UNSUPPORTED"
     assert "cannot be given config max_tool_calls" in untold["LOP-03"]["observed"]
@@ -467,14 +475,10 @@ def test_a_scenario_whose_history_the_agent_cannot_be_given_is_unsupported(gatew
 
 
 def test_trn07_against_a_user_limit_the_agent_cannot_be_given_is_unsupported(gateway):
-    class Untold(ReferenceAdapter):
-        def config_ignored(self) -> set[str]:
-            return {"max_output_tokens"}
-
     kept = load_scenario(CRITERIA / "trn" / "trn-07-user-limit-kept.yaml")
-    _, untold = run_scenario(gateway, Untold(), kept)
+    _, untold = run_scenario(gateway, _Untold("max_output_tokens"), kept)
     assert untold["TRN-07"]["verdict"] == "UNSUPPORTED", untold["TRN-07"]
     # At the default limit (max_output_tokens null) there is no limit to be told: judged.
     default = load_scenario(CRITERIA / "trn" / "trn-07-raise-default-limit.yaml")
-    _, judged = run_scenario(gateway, Untold(), default)
+    _, judged = run_scenario(gateway, _Untold("max_output_tokens"), default)
     assert judged["TRN-07"]["verdict"] == "PASS", judged["TRN-07"]
