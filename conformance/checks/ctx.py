@@ -249,9 +249,11 @@ def check_ctx_03(ev: Evidence) -> Finding:
         ]
         if empty:
             return failed(expected, f"seq {e.get('seq')}: empty placeholder for {empty}")
-    # Answered, not dropped: the first request still carries the history as given (a later one
-    # may carry a compaction's summary instead).
-    first = main[0]
+    # Answered, not dropped: the first request of the conversation (the one carrying the
+    # history's first message; an auxiliary request may come before it) still carries the
+    # history as given, where a later one may carry a compaction's summary instead.
+    opening = _text(history[:1])
+    first = next((e for e in main if opening in (_text([m]) for m in _messages(e))), main[0])
     answered = {
         m.get("tool_call_id")
         for m in _messages(first)

@@ -15,7 +15,7 @@ from typing import Any
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
-from conformance.checks.tjs import Call, follow_calls
+from conformance.checks.tjs import Call, follow_calls, host_output
 from conformance.evidence import Evidence, response_of
 from conformance.executions import mcp_messages
 from fakes.journal import Entry
@@ -94,18 +94,13 @@ def _failure(x: Entry) -> str | None:
     return None
 
 
-def _server_said(x: Entry) -> str:
-    """The message an MCP tool call's failed answer carried: a JSON-RPC error's ``message``,
-    or an ``isError`` result's text ("" for none)."""
-    m = _answer(x) or {}
-    err, result = m.get("error"), m.get("result")
-    if isinstance(err, dict):
-        return str(err.get("message") or "")
-    content = result.get("content") if isinstance(result, dict) else None
-    parts = content if isinstance(content, list) else []
-    return "\n".join(
-        str(p.get("text") or "") for p in parts if isinstance(p, dict) and p.get("type") == "text"
-    ).strip()
+def _server_said(call: Call) -> str:
+    """The message the call's last MCP answer carried, as the evidence renders it in the tool
+    host's shape (``conformance.executions``: a JSON-RPC error's ``message``, an ``isError``
+    result's text); "" for none."""
+    mcp = [x for x in call.executions if x.get("transport") == "mcp"]
+    _out, err = host_output(mcp[-1]) if mcp else (None, None)
+    return str((err or {}).get("message") or "").strip()
 
 
 def _went_on(
@@ -113,7 +108,7 @@ def _went_on(
     expected: str,
     why_of: Callable[[list[Entry]], str | None],
     what: str,
-    said: Callable[[list[Entry]], str] | None = None,
+    said: Callable[[Call], str] | None = None,
 ) -> Finding:
     """MCP-01 and MCP-03: every call whose executions ``why_of`` names a failure for reached
     the model as a tool result (carrying what ``said`` gives, the server's own message), and
@@ -128,7 +123,7 @@ def _went_on(
             if not turn_over(ev):
                 return not_applicable(expected, f"call {call.id!r}: the turn was cut short")
             return failed(expected, f"call {call.id!r} ({why}): no tool result reached the model")
-        message = said(exs) if said is not None else ""
+        message = said(call) if said is not None else ""
         if message and message not in call.result:
             return failed(
                 expected,
@@ -155,7 +150,7 @@ def check_mcp_01(ev: Evidence) -> Finding:
         expected,
         lambda exs: _failure(exs[-1]),
         "failed MCP call(s)",
-        said=lambda exs: _server_said(exs[-1]),
+        said=_server_said,
     )
 
 

@@ -111,34 +111,21 @@ def _trailing_continuations(body: dict[str, Any], prompt: str | None = None) -> 
     are not progress.
     """
     n = 0
-    messages = body.get("messages") or []
-    for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if m.get("role") == "tool":
-            break
-        if m.get("role") == "user":
-            content = m.get("content")
-            if content == CONTINUATION_TEXT:
-                if _after_tool_results(messages, i, prompt):
-                    break  # it continued a truncation that carried tool calls (TRN-03, TRN-06)
-                n += 1
-            elif not prompt or prompt in str(content):
-                break
-    return n
-
-
-def _after_tool_results(messages: list[dict[str, Any]], i: int, prompt: str | None) -> bool:
-    """Whether message ``i`` comes right after tool results, the agent's own notes between (a
-    system message, or a user-role one that is neither the prompt nor a continuation)."""
-    for m in reversed(messages[:i]):
+    adjacent = False  # only the agent's notes between the last continuation counted and here
+    for m in reversed(body.get("messages") or []):
         role, content = m.get("role"), m.get("content")
         if role == "tool":
-            return True
-        if role == "system":
-            continue
-        if role != "user" or content == CONTINUATION_TEXT or not prompt or prompt in str(content):
-            return False
-    return False
+            # The continuation right after tool results continued a truncation that carried
+            # tool calls (TRN-03, TRN-06): not counted.
+            return n - 1 if adjacent else n
+        if role == "user":
+            if content == CONTINUATION_TEXT:
+                n, adjacent = n + 1, True
+            elif not prompt or prompt in str(content):
+                return n
+        elif role != "system":
+            adjacent = False
+    return n
 
 
 @check("TRN-04", final=True)

@@ -575,6 +575,13 @@ def test_ctx_03_fail_unpaired_call_dropped_not_answered() -> None:
     assert f.outcome == "fail" and "dropped" in f.observed and "'b'" in f.observed, f.observed
 
 
+def test_ctx_03_an_auxiliary_request_before_the_conversation_is_not_it() -> None:
+    # A title request first (no history in it), then the conversation with the placeholder.
+    j = ctx_run({"role": "user", "content": "Write a short title for this conversation."})
+    chat(j, body=body(P, [U, CALLS, RES_A, RES_B, U]))
+    assert outcome("CTX-03", j, scenario=SCEN) == "pass"
+
+
 def test_ctx_03_not_applicable() -> None:
     assert outcome("CTX-03", ctx_run(U), scenario={"id": "x"}) == "not_applicable"
     assert outcome("CTX-03", Journal(), ended("error", "bad_request"), scenario=TRAIN) == (
