@@ -10,7 +10,9 @@ measured:
 
 - the effective speed, from the difference of the 4 s and the 1 s waits (the agent's own time
   cancels out): a warp whose effective speed is off by more than :data:`SPEED_BOUND` is refused;
-- the overhead of each wait (measured less asked/N): its mean is taken off every wait the checks
+- the overhead of each wait (measured less asked/N, where "asked" is the delay the agent
+  announced it would wait if it prints one, e.g. Claude Code's ``api_retry.retry_delay_ms``:
+  an agent that adds its own backoff to ``Retry-After`` does so on its fast clock): its mean is taken off every wait the checks
   judge, and its spread (largest less smallest) widens their slack. A speed whose spread, in the
   agent's seconds (spread x N), exceeds :data:`SPREAD_LIMIT_S` would judge waits too loosely:
   the scenarios whose criteria rest on timing (``timing: true`` in the catalogue) do not run at
@@ -79,6 +81,7 @@ class Calibration:
     accepted: bool = False  # the effective speed is close enough: fit for any scenario...
     timing_ok: bool = False  # ...and its spread for those whose verdicts rest on timing
     reason: str = ""
+    asked_s: list[float] = field(default_factory=list)  # the agent's announced delays, if any
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -89,12 +92,20 @@ class Calibration:
             "overhead_ms": round(self.overhead_s * 1000, 1),
             "spread_ms": round(self.spread_s * 1000, 1),
             "waits_ms": [round(w * 1000, 1) for w in self.waits_s],
+            "announced_ms": [round(a * 1000, 1) for a in self.asked_s],
             "judged": "waits less the mean overhead; slack widened by the spread",
         }
 
 
-def judge(speed: float, waits_s: list[float]) -> Calibration:
-    """The calibration of ``speed`` from the four measured waits (real seconds)."""
+def judge(
+    speed: float, waits_s: list[float], announced_s: list[float] | None = None
+) -> Calibration:
+    """The calibration of ``speed`` from the four measured waits (real seconds).
+
+    ``announced_s``: the delays the agent printed it would wait (its seconds), one per wait,
+    where it prints them (Claude Code's ``api_retry.retry_delay_ms``). An agent may wait longer
+    than ``Retry-After`` on purpose (its own backoff, jitter); that choice runs on its clock, so
+    the overhead is measured against what it announced rather than against what was asked."""
     if len(waits_s) != len(ASKED_S):
         return Calibration(
             speed,
@@ -102,13 +113,18 @@ def judge(speed: float, waits_s: list[float]) -> Calibration:
             reason=f"{len(waits_s)} waits measured, {len(ASKED_S)} expected: the agent did "
             "not retry the calibration's 429s as asked",
         )
-    short = [w for w, a in zip(waits_s, ASKED_S, strict=True) if a == min(ASKED_S)]
-    long = [w for w, a in zip(waits_s, ASKED_S, strict=True) if a == max(ASKED_S)]
-    diff = statistics.fmean(long) - statistics.fmean(short)
-    effective = (max(ASKED_S) - min(ASKED_S)) / diff if diff > 0 else None
-    overheads = [w - a / speed for w, a in zip(waits_s, ASKED_S, strict=True)]
+    announced = announced_s is not None and len(announced_s) == len(waits_s)
+    asked = [float(a) for a in announced_s] if announced and announced_s else list(ASKED_S)
+    short = [i for i, a in enumerate(ASKED_S) if a == min(ASKED_S)]
+    long = [i for i, a in enumerate(ASKED_S) if a == max(ASKED_S)]
+    diff = statistics.fmean(waits_s[i] for i in long) - statistics.fmean(waits_s[i] for i in short)
+    span = statistics.fmean(asked[i] for i in long) - statistics.fmean(asked[i] for i in short)
+    effective = span / diff if diff > 0 and span > 0 else None
+    overheads = [w - a / speed for w, a in zip(waits_s, asked, strict=True)]
     overhead, spread = statistics.fmean(overheads), max(overheads) - min(overheads)
-    measured = Calibration(speed, waits_s, effective, overhead, spread)
+    measured = Calibration(
+        speed, waits_s, effective, overhead, spread, asked_s=asked if announced else []
+    )
     if effective is None or abs(effective / speed - 1) > SPEED_BOUND:
         shown = "none" if effective is None else f"x{effective:.1f}"
         why = f"effective speed {shown} is off x{speed:g} by more than {SPEED_BOUND:.0%}"
@@ -121,6 +137,15 @@ def judge(speed: float, waits_s: list[float]) -> Calibration:
         )
         return replace(measured, accepted=True, reason=why)
     return replace(measured, accepted=True, timing_ok=True, reason="accepted")
+
+
+def _announced(entry: dict[str, Any]) -> list[float] | None:
+    """The delays the agent printed before its retries (``retry`` events with ``delay_s``),
+    or None when it printed none for some retry."""
+    delays = [e.get("delay_s") for e in entry.get("events") or [] if e.get("type") == "retry"]
+    if not delays or any(not isinstance(d, (int, float)) for d in delays):
+        return None
+    return [float(d) for d in delays]
 
 
 def _waits(entry: dict[str, Any]) -> list[float]:
@@ -152,7 +177,7 @@ def calibrate(gateway: Any, adapter: Warpable, dialect: str) -> dict[float, Cali
                 why = f"the calibration run ended {entry['status']}: {entry.get('error') or ''}"
                 cal = Calibration(speed, reason=why.strip())
             else:
-                cal = judge(speed, _waits(entry))
+                cal = judge(speed, _waits(entry), _announced(entry))
             if cal.accepted:
                 accepted[speed] = cal
             notes.append(f"x{speed:g}: {cal.reason}")

@@ -134,6 +134,10 @@ def warp_env(warp: Warp) -> dict[str, str]:
         # From the moment the process starts, its clocks run `speed` times as fast, the
         # monotonic ones too (the sleeps and timers an agent's backoff uses).
         "FAKETIME": f"+0 x{warp.speed:g}",
+        # Bun (Claude Code) waits in epoll_pwait2 by default, a raw system call libfaketime
+        # does not reach, so its timers would wait in real time; this flag of Bun's makes it
+        # wait in epoll_pwait, whose timeout the preload scales. Ignored by anything else.
+        "BUN_FEATURE_FLAG_DISABLE_EPOLL_PWAIT2": "1",
     }
 
 

@@ -80,7 +80,11 @@ def test_a_missing_library_is_refused_by_name(
 
 def test_the_environment_puts_the_process_on_the_fast_clock() -> None:
     env = warp_env(Warp(20, "/lib/libfaketimeMT.so.1"))
-    assert env == {"LD_PRELOAD": "/lib/libfaketimeMT.so.1", "FAKETIME": "+0 x20"}
+    assert env == {
+        "LD_PRELOAD": "/lib/libfaketimeMT.so.1",
+        "FAKETIME": "+0 x20",
+        "BUN_FEATURE_FLAG_DISABLE_EPOLL_PWAIT2": "1",
+    }
     clock = Clock("/lib/x.so", speed=20, timing_speed=None)
     assert clock.scale(timing=False) == pytest.approx(0.05)
     assert clock.scale(timing=True) == 1.0  # timing too loose at any speed: real time
@@ -107,6 +111,38 @@ def test_the_calibration_judges_speed_and_spread(overheads_ms, accepted, timing_
         assert cal.effective_speed == pytest.approx(speed, rel=0.05 if timing_ok else 0.25)
         assert cal.overhead_s == pytest.approx(sum(overheads_ms) / 4000)
         assert (cal.spread_s * speed <= SPREAD_LIMIT_S) == timing_ok
+
+
+def test_the_calibration_measures_against_the_delays_the_agent_announced() -> None:
+    # An agent that waits max(Retry-After, its own backoff) plus jitter (Claude Code) does so
+    # on its fast clock: against Retry-After its waits look uneven, against what it printed
+    # the real overhead is small and even.
+    speed = 10.0
+    announced = [1.08, 4.505, 2.48, 4.74]
+    waits = [a / speed + 0.010 for a in announced]
+    against_asked = judge(speed, waits)
+    assert not against_asked.timing_ok  # 2.48 s where 1 s was asked looks like overhead
+    cal = judge(speed, waits, announced)
+    assert cal.accepted and cal.timing_ok, cal
+    assert cal.overhead_s == pytest.approx(0.010)
+    assert cal.spread_s == pytest.approx(0.0, abs=1e-9)
+    assert cal.effective_speed == pytest.approx(speed)
+    assert cal.as_dict()["announced_ms"] == [1080.0, 4505.0, 2480.0, 4740.0]
+    # A count that does not match the waits is not used: back to Retry-After.
+    assert judge(speed, waits, announced[:3]).asked_s == []
+
+
+def test_announced_delays_are_read_from_retry_events() -> None:
+    from conformance.calibration import _announced
+
+    events = [
+        {"type": "retry", "delay_s": 1.5},
+        {"type": "message"},
+        {"type": "retry", "delay_s": 4},
+    ]
+    assert _announced({"events": events}) == [1.5, 4.0]
+    assert _announced({"events": [{"type": "retry", "delay_s": None}]}) is None
+    assert _announced({"events": []}) is None
 
 
 def test_a_calibration_without_its_retries_is_refused() -> None:
