@@ -48,7 +48,7 @@ from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline
 from conformance.evidence import Evidence
 from conformance.timing import DEFAULT_TIMING, Timing
 from conformance.verdicts import aggregate, verdict_for
-from conformance.verify import verified
+from conformance.verify import judged
 from fakes import FakesError, Scenario, SyncGateway
 from fakes.dialects import NAMES
 from fakes.journal import Journal
@@ -255,10 +255,12 @@ def run_scenario(
     dialect: str = DEFAULT_DIALECT,
     timing: Timing = DEFAULT_TIMING,
     tool_transport: str = "http",
+    real_clock: bool = False,
 ) -> tuple[dict, dict[str, dict]]:
     """Run one scenario in ``dialect``, its tools over ``tool_transport``; return its results
     entry and {criterion id: scenario verdict entry}. Timing checks judge with ``timing``'s
-    allowances (``conformance.timing``)."""
+    allowances (``conformance.timing``). ``real_clock``: an agent on a fast clock runs in real
+    time (``conformance.verify.judged``)."""
     if tool_transport not in TOOL_TRANSPORTS:
         raise ValueError(f"unknown tool transport {tool_transport!r}; known: http, mcp")
     caps = set(adapter.capabilities())
@@ -268,7 +270,7 @@ def run_scenario(
     if tool_transport != "mcp":
         caps.discard(MCP_TOOLS)  # its tools do not go over MCP in this run
     on_timing = any(by_id(c).timing for c in scenario.criteria)
-    scale = run_time_scale(adapter, time_scale, on_timing)
+    scale = run_time_scale(adapter, time_scale, on_timing, real_clock)
     needed = set(scenario.capabilities)
     speaks = dialect_capability(dialect)
     if speaks is not None:
@@ -501,7 +503,9 @@ def run_suite(
             if stop is not None and stop.is_set():
                 break
 
-            def once(scenario: Scenario = scenario) -> tuple[dict, dict[str, dict]]:
+            def once(
+                real_clock: bool, scenario: Scenario = scenario
+            ) -> tuple[dict, dict[str, dict]]:
                 return run_scenario(
                     gateway,
                     adapter,
@@ -511,9 +515,10 @@ def run_suite(
                     dialect=dialect,
                     timing=timing,
                     tool_transport=tool_transport,
+                    real_clock=real_clock,
                 )
 
-            entry, verdicts = verified(once(), once, verify)
+            entry, verdicts = judged(once, verify)
             runs.append((entry, verdicts))
             if progress:
                 progress(progress_line(i, len(scenarios), entry, verdicts))

@@ -53,7 +53,7 @@ from conformance.runner import (
     run_suite,
 )
 from conformance.timing import DEFAULT_TIMING, Timing, measure, run_timing
-from conformance.verify import verified
+from conformance.verify import judged
 
 if TYPE_CHECKING:
     from fakes import Scenario
@@ -304,7 +304,7 @@ class RunSession:
         self.ready(agent.adapter)
         gateway = self.gateway()
 
-        def once() -> tuple[dict, dict[str, dict]]:
+        def once(real_clock: bool) -> tuple[dict, dict[str, dict]]:
             return run_scenario(
                 gateway,
                 agent.adapter,
@@ -314,9 +314,10 @@ class RunSession:
                 dialect=dialect,
                 tool_transport=transport,
                 timing=self.timing,
+                real_clock=real_clock,
             )
 
-        entry, verdicts = verified(once(), once, self.verify)
+        entry, verdicts = judged(once, self.verify)
         return {
             "agent": label,
             "adapter": agent.adapter.name,

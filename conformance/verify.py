@@ -12,6 +12,13 @@ N reruns are made, its verdict entry says ``flaky: true`` and lists every run's 
 
 An expectations file may mark a criterion ``flaky: true`` (``conformance.expectations``): a flaky
 verdict of it then gates on its best run.
+
+On a fast clock (``conformance.adapters.warp``) the agent's own real time between attempts weighs
+N times as much in its seconds, and a loaded machine stretches it beyond what the calibration
+measured, so a failed timing verdict there is always confirmed on the real clock, ``--verify`` or
+not (:func:`judged`): the scenario is run again in real time and that run is the scenario's
+result, its timing verdicts saying what the fast clock gave (``fast_clock``); the fast-clock run
+is kept in the entry (``fast_clock_run``). Reruns of ``--verify`` then run in real time too.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 from conformance.checks import TIMING
 from conformance.verdicts import SEVERITY
 
-__all__ = ["FAILING", "settle", "verified"]
+__all__ = ["FAILING", "judged", "settle", "verified"]
 
 # Verdicts worse than PASS: each stands only when it reproduces.
 FAILING = frozenset({"FAIL", "NON-STRICT", "ERROR", "TIMEOUT"})
@@ -37,11 +44,53 @@ def settle(seen: list[str]) -> str:
     return min(stands or seen, key=SEVERITY.index)
 
 
+def _doubtful(verdicts: dict[str, dict]) -> list[str]:
+    return [cid for cid, v in verdicts.items() if cid in TIMING and v["verdict"] in _DOUBTFUL]
+
+
+def _fast_clock(entry: dict) -> float | None:
+    """The speed of the fast clock the run's agent was on (None: real time)."""
+    speed = (entry.get("clock") or {}).get("time_warp")
+    return float(speed) if speed else None
+
+
+def judged(once: Callable[[bool], Run], verify: int) -> Run:
+    """The outcome of a scenario run by ``once(real_clock)``: on a fast clock a failed timing
+    verdict is confirmed on the real clock, then ``--verify`` settles as usual (module
+    docstring)."""
+    first = once(False)
+    entry, verdicts = first
+    speed = _fast_clock(entry)
+    doubtful = _doubtful(verdicts)
+    if speed is None or not doubtful:
+        return verified(first, lambda: once(False), verify)
+    real_entry, real_verdicts = once(True)
+    settled = dict(real_verdicts)
+    for cid in doubtful:
+        fast = verdicts[cid]
+        real = real_verdicts.get(cid)
+        if real is None:
+            continue
+        settled[cid] = {
+            **real,
+            "observed": f"{real.get('observed') or ''} (on the real clock; on the x{speed:g} "
+            f"fast clock: {fast['verdict']}, {fast.get('observed') or ''})",
+            "fast_clock": {"speed": speed, **_run_of(fast)},
+        }
+    out = dict(real_entry)
+    out["clock"] = {
+        "note": f"real time: a failed timing verdict on the x{speed:g} fast clock, confirmed "
+        "on the real clock"
+    }
+    out["fast_clock_run"] = entry
+    return verified((out, settled), lambda: once(True), verify)
+
+
 def verified(first: Run, again: Callable[[], Run], verify: int) -> Run:
     """``first``, or with ``verify`` > 0 and a failed timing verdict, the settled outcome of
     ``first`` and up to ``verify`` runs of ``again()`` (module docstring)."""
     entry, verdicts = first
-    doubtful = [cid for cid, v in verdicts.items() if cid in TIMING and v["verdict"] in _DOUBTFUL]
+    doubtful = _doubtful(verdicts)
     if verify < 1 or not doubtful:
         return first
     runs = [first]

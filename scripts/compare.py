@@ -27,18 +27,20 @@ from conformance.catalogue import CATALOGUE  # noqa: E402
 from reports.render import render  # noqa: E402
 
 
-def available(spec: str) -> tuple[str | None, str]:
-    """(why it cannot run here or None, the wire dialect it speaks)."""
+def available(spec: str) -> tuple[str | None, str, str]:
+    """(why it cannot run here or None, the wire dialect it speaks, the tool transport: mcp
+    for an agent that takes the hosted tools only over MCP, as the shipped CLIs do)."""
     try:
         adapter = make_adapter(spec)
-        adapter.capabilities()  # a command that cannot start fails here
+        caps = adapter.capabilities()  # a command that cannot start fails here
         profile = getattr(adapter, "profile", None)
         check = getattr(adapter, "_resolve_bin", None)  # a shipped agent not installed
         if check is not None:
             check()
     except Exception as exc:  # noqa: BLE001 - any failure to start is a reason to skip
-        return (str(exc).splitlines()[0] if str(exc) else type(exc).__name__), ""
-    return None, getattr(profile, "dialect", None) or "openai_chat"
+        return (str(exc).splitlines()[0] if str(exc) else type(exc).__name__), "", ""
+    transport = "mcp" if profile is not None and "mcp_tools" in caps else "http"
+    return None, getattr(profile, "dialect", None) or "openai_chat", transport
 
 
 def main() -> int:
@@ -56,21 +58,22 @@ def main() -> int:
     args = p.parse_args()
     res_dir = args.out / "results"
     res_dir.mkdir(parents=True, exist_ok=True)
-    docs, skipped = [], []
+    docs, skipped, walls = [], [], {}
     for spec in args.agent or agent_names():
         path = res_dir / (spec.replace(":", "-") + ".json")
         if not (args.reuse and path.is_file()):
-            why, dialect = available(spec)
+            why, dialect, transport = available(spec)
             if why:
                 skipped.append((spec, why))
                 print(f"skip {spec}: {why}", file=sys.stderr)
                 continue
             t0 = time.monotonic()
             cmd = [sys.executable, "-m", "conformance.cli", "run", "-q", "-n", str(args.n)]
-            cmd += ["--agent", spec, "--dialect", dialect, "--results", str(path)]
-            cmd += ["--report-dir", str(args.out / "per-agent" / path.stem)]
+            cmd += ["--agent", spec, "--dialect", dialect, "--tool-transport", transport]
+            cmd += ["--results", str(path), "--report-dir", str(args.out / "per-agent" / path.stem)]
             rc = subprocess.run(cmd, cwd=ROOT, check=False).returncode
-            print(f"{spec}: exit {rc} in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+            walls[spec] = time.monotonic() - t0
+            print(f"{spec}: exit {rc} in {walls[spec]:.0f} s", file=sys.stderr)
             if rc not in (0, 1) or not path.is_file():
                 skipped.append((spec, f"conformance run exited {rc}"))
                 continue
@@ -85,6 +88,25 @@ def main() -> int:
     for c in CATALOGUE:
         cells = [(a["criteria"].get(c.id) or {}).get("verdict", "-") for a in agents]
         lines.append(f"| {c.id} | {c.level} | " + " | ".join(cells) + " |")
+    # Judged: neither UNSUPPORTED nor TIMEOUT; also counted without the MCP criteria, against
+    # the catalogue as it stood before them (the figure the issues and docs/agents use).
+    for label, ids in (
+        (f"judged of {len(CATALOGUE)}", [c.id for c in CATALOGUE]),
+        ("judged, MCP-* aside", [c.id for c in CATALOGUE if not c.id.startswith("MCP-")]),
+    ):
+        counts = [
+            sum(
+                (a["criteria"].get(i) or {}).get("verdict") not in (None, "UNSUPPORTED", "TIMEOUT")
+                for i in ids
+            )
+            for a in agents
+        ]
+        lines.append(f"| {label} | | " + " | ".join(str(n) for n in counts) + " |")
+    if walls:
+        lines += [
+            "",
+            "Wall time of this run (s): " + ", ".join(f"`{s}` {w:.0f}" for s, w in walls.items()),
+        ]
     if skipped:
         lines += ["", "Skipped:", *(f"- `{s}`: {why}" for s, why in skipped)]
     (args.out / "comparison.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.checks import TIMING
-from conformance.verify import settle, verified
+from conformance.verify import judged, settle, verified
 
 
 def _run(tag: str, **verdicts: str) -> tuple[dict, dict[str, dict]]:
@@ -87,3 +87,68 @@ def test_a_failure_that_does_not_reproduce_is_flaky_with_every_run():
     assert verdicts["RTY-12"]["verdict"] == "PASS"  # not doubtful: the first run's verdict
     assert [r["journal"]["tag"] for r in entry["reruns"]] == ["2", "3"]
     assert entry["id"] == "s" and "reruns" not in first[0]  # the first entry is not changed
+
+
+# -- a fast clock: a failed timing verdict is confirmed on the real clock -----------------------
+
+
+def _warped(run: tuple[dict, dict[str, dict]], speed: float = 10) -> tuple[dict, dict[str, dict]]:
+    entry, verdicts = run
+    return {**entry, "clock": {"time_warp": speed}}, verdicts
+
+
+class Clocked:
+    """``once(real_clock)``: the fast-clock run first, then the given real-clock runs."""
+
+    def __init__(self, fast, *real) -> None:
+        self.fast, self.real, self.asked = fast, list(real), []
+
+    def __call__(self, real_clock: bool):
+        self.asked.append(real_clock)
+        return self.real.pop(0) if real_clock else self.fast
+
+
+def test_a_failed_timing_verdict_on_a_fast_clock_is_judged_on_the_real_clock():
+    fast = _warped(_run("fast", RTY_05="FAIL", RTY_07="FAIL", RTY_01="PASS"))
+    once = Clocked(fast, _run("real", RTY_05="PASS", RTY_07="FAIL", RTY_01="PASS"))
+    entry, verdicts = judged(once, 0)  # without --verify too
+    assert once.asked == [False, True]
+    assert verdicts["RTY-05"]["verdict"] == "PASS"
+    assert verdicts["RTY-05"]["fast_clock"] == {
+        "speed": 10.0,
+        "verdict": "FAIL",
+        "observed": "fast:FAIL",
+    }
+    assert "on the real clock" in verdicts["RTY-05"]["observed"]
+    assert "x10 fast clock: FAIL" in verdicts["RTY-05"]["observed"]
+    # The scenario's result is the real-clock run; the fast one is kept beside it.
+    assert entry["journal"]["tag"] == "real" and entry["fast_clock_run"]["journal"]["tag"] == "fast"
+    assert "real time" in entry["clock"]["note"]
+    assert verdicts["RTY-07"] == {**_run("real", RTY_07="FAIL")[1]["RTY-07"]}
+
+
+def test_a_fast_clock_failure_that_the_real_clock_reproduces_stands():
+    fast = _warped(_run("fast", RTY_05="FAIL"))
+    entry, verdicts = judged(Clocked(fast, _run("real", RTY_05="FAIL")), 0)
+    assert verdicts["RTY-05"]["verdict"] == "FAIL"
+
+
+def test_no_real_clock_run_for_a_passing_fast_run_or_a_real_time_run():
+    once = Clocked(_warped(_run("fast", RTY_05="PASS", RTY_07="FAIL")))
+    assert judged(once, 0) == once.fast and once.asked == [False]
+    real_time = _run("rt", RTY_05="FAIL")
+    once = Clocked(real_time)
+    assert judged(once, 0) == real_time and once.asked == [False]
+
+
+def test_verify_reruns_a_confirmed_scenario_on_the_real_clock():
+    fast = _warped(_run("fast", RTY_05="FAIL"))
+    once = Clocked(
+        fast,
+        _run("real1", RTY_05="FAIL"),
+        _run("real2", RTY_05="PASS"),
+        _run("real3", RTY_05="PASS"),
+    )
+    entry, verdicts = judged(once, 2)
+    assert once.asked == [False, True, True, True]
+    assert verdicts["RTY-05"]["verdict"] == "PASS" and verdicts["RTY-05"]["flaky"]

@@ -71,14 +71,17 @@ class Adapter(Protocol):
     def run(self, req: RunRequest) -> RunOutcome: ...
 
 
-def run_time_scale(adapter: Adapter, asked: float, timing: bool = False) -> float:
+def run_time_scale(
+    adapter: Adapter, asked: float, timing: bool = False, real_clock: bool = False
+) -> float:
     """The time scale a run of ``adapter`` gets: its own when it fixes one (an agent on a fast
     clock: ``fixed_time_scale(timing)``, where ``timing`` says the scenario's verdicts rest on
-    measured waits), else ``asked`` when it declares ``time_scale``, else real time."""
+    measured waits; real time with ``real_clock``), else ``asked`` when it declares
+    ``time_scale``, else real time."""
     fixed = getattr(adapter, "fixed_time_scale", None)
     scale = fixed(timing) if callable(fixed) else None
     if scale is not None:
-        return float(scale)
+        return 1.0 if real_clock else float(scale)
     return asked if "time_scale" in adapter.capabilities() else 1.0
 
 
