@@ -57,6 +57,7 @@ from conformance.adapters.warp import (
     Clock,
     Warp,
     WarpRefused,
+    build_shim,
     find_library,
     preloadable,
     warp_env,
@@ -149,11 +150,14 @@ class ShippedAdapter:
             ok, why = preloadable(self._resolve_bin())
             if not ok:
                 raise WarpRefused(why)
+            shim = (
+                build_shim(agent_cache_dir() / "warp") if self.profile.time_warp_raw_clock else None
+            )
         except (WarpRefused, FileNotFoundError) as exc:
             self.warp_note = f"real time: a time warp is refused here: {exc}"
             self._calibrated = True
             return []
-        self.clock = Clock(library)
+        self.clock = Clock(library, shim=shim)
         return list(self._speeds)
 
     def needs_calibration(self) -> bool:

@@ -194,6 +194,9 @@ _SCHEMA: dict[str, Any] = {
                 {"type": "array", "minItems": 1, "items": {"type": "number", "minimum": 1}},
             ]
         },
+        # Its clock reads and sleeps are raw system calls (Bun's Zig code): the warp preloads
+        # the harness's shim beside libfaketime (conformance/adapters/warp_shim.c).
+        "time_warp_raw_clock": {"type": "boolean"},
     },
 }
 
@@ -223,6 +226,7 @@ class Profile:
     min_deadline_s: float = 0.0
     # Speeds of the fast clock to try, in order (conformance.adapters.warp); empty: real time.
     time_warp: list[float] = field(default_factory=list)
+    time_warp_raw_clock: bool = False  # the warp needs the raw-clock shim (warp.build_shim)
     # {capability: how the agent's own feature is driven} (schema: _SCHEMA "drive").
     drive: dict[str, dict[str, Any]] = field(default_factory=dict)
     # How the agent is pointed at the session's MCP tool host (schema: _SCHEMA "mcp"); {}: never.
@@ -364,6 +368,7 @@ def load_profile(spec: str | Path) -> Profile:
         dialect=data.get("dialect", "openai_chat"),
         min_deadline_s=float(data.get("min_deadline_s", 0.0)),
         time_warp=[float(x) for x in _as_list(data.get("time_warp"))],
+        time_warp_raw_clock=bool(data.get("time_warp_raw_clock", False)),
         drive=dict(data.get("drive") or {}),
         mcp=dict(data.get("mcp") or {}),
         config_ignored=list(data.get("config_ignored") or []),

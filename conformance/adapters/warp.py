@@ -11,20 +11,39 @@ What the preload cannot reach is refused, with the reason, and the agent runs in
 statically linked executable (no dynamic loader reads ``LD_PRELOAD``), a missing library.
 A program that hands its work to a static child (Codex's Node wrapper starts a static musl
 binary) passes this check and must not declare a warp in its profile.
+
+A program that reads its clock and sleeps through raw system calls, not libc (Bun's Zig code in
+opencode), is out of libfaketime's reach; its profile sets ``time_warp_raw_clock`` and the warp
+preloads the harness's own shim beside libfaketime (``warp_shim.c``, its docstring says how),
+built with the system's C compiler on first use (:func:`build_shim`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import platform
 import shutil
 import struct
+import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from conformance.errors import ConformanceError
 
-__all__ = ["LIBRARIES", "Clock", "Warp", "WarpRefused", "find_library", "preloadable", "warp_env"]
+__all__ = [
+    "LIBRARIES",
+    "SHIM_SOURCE",
+    "Clock",
+    "Warp",
+    "WarpRefused",
+    "build_shim",
+    "find_library",
+    "preloadable",
+    "warp_env",
+]
 
 # Where Debian and Ubuntu put the multi-threaded library (Node and Bun run threads);
 # $CONFORMANCE_FAKETIME_LIB names another.
@@ -35,6 +54,7 @@ LIBRARIES = (
     "/usr/local/lib/faketime/libfaketimeMT.so.1",
 )
 _PT_INTERP = 3
+SHIM_SOURCE = Path(__file__).with_name("warp_shim.c")
 
 
 class WarpRefused(ConformanceError):
@@ -47,6 +67,7 @@ class Warp:
 
     speed: float
     library: str
+    shim: str | None = None  # the raw-clock shim, preloaded after the library (build_shim)
 
     @property
     def time_scale(self) -> float:
@@ -64,6 +85,39 @@ def find_library() -> str:
         f"libfaketime not found ({where}): install Debian's `faketime` package "
         "or set CONFORMANCE_FAKETIME_LIB"
     )
+
+
+def build_shim(cache_dir: Path) -> str:
+    """The raw-clock shim (``warp_shim.c``) as a shared object in ``cache_dir``, built once per
+    source (its hash is in the file name; the name must keep ``warp_shim``, by which the shim
+    knows itself in a child's environment); WarpRefused naming why it cannot be had."""
+    if platform.machine() != "x86_64":
+        raise WarpRefused(
+            f"the raw-clock shim is x86_64 only, this machine is {platform.machine()}"
+        )
+    source = SHIM_SOURCE.read_bytes()
+    out = cache_dir / f"warp_shim-{hashlib.sha256(source).hexdigest()[:12]}.so"
+    if out.is_file():
+        return str(out)
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise WarpRefused("the raw-clock shim needs a C compiler (cc or gcc) to be built")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    # Several processes of one run may build it at once: each into its own file, then renamed.
+    fd, tmp = tempfile.mkstemp(prefix="warp_shim-", suffix=".so", dir=cache_dir)
+    os.close(fd)
+    cmd = [compiler, "-O2", "-fPIC", "-shared", "-o", tmp, str(SHIM_SOURCE), "-ldl"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise WarpRefused(
+                f"the raw-clock shim did not build ({' '.join(cmd)}): {done.stderr.strip()[:500]}"
+            )
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return str(out)
 
 
 def _interpreter_of_script(head: bytes, env_path: str | None) -> str | None:
@@ -130,7 +184,7 @@ def preloadable(program: str, env_path: str | None = None) -> tuple[bool, str]:
 def warp_env(warp: Warp) -> dict[str, str]:
     """The environment that puts a process on the fast clock (its children too)."""
     return {
-        "LD_PRELOAD": warp.library,
+        "LD_PRELOAD": warp.library + (f":{warp.shim}" if warp.shim else ""),
         # From the moment the process starts, its clocks run `speed` times as fast, the
         # monotonic ones too (the sleeps and timers an agent's backoff uses).
         "FAKETIME": f"+0 x{warp.speed:g}",
@@ -150,6 +204,7 @@ class Clock:
     library: str
     speed: float | None = None
     timing_speed: float | None = None
+    shim: str | None = None
     calibrations: dict[float, Any] = field(default_factory=dict)
     note: str = "real time (not calibrated yet)"
     trial: float | None = None  # the speed being calibrated
@@ -163,4 +218,4 @@ class Clock:
         """The warp of a run at ``time_scale`` (as the runner chose it from :meth:`scale`)."""
         if time_scale >= 1.0:
             return None
-        return Warp(round(1.0 / time_scale, 6), self.library)
+        return Warp(round(1.0 / time_scale, 6), self.library, self.shim)

@@ -255,3 +255,110 @@ def test_without_the_warp_the_same_agent_runs_in_real_time(
     assert "refused" in node_agent.warp_note and "/nonexistent" in node_agent.warp_note
     assert node_agent.fixed_time_scale(False) is None
     assert "time_scale" not in node_agent.capabilities()
+
+
+# -- the raw-clock shim: a program whose clock reads and sleeps are raw system calls ------------
+
+RAW_CLOCK_PROGRAM = r"""
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+/* As Bun's Zig code does: CLOCK_MONOTONIC read and a sleep made by inline syscalls (out of
+   libc's, so of libfaketime's, reach), and a wait in epoll_pwait2. */
+static long raw(long nr, long a, long b, long c, long d) {
+    long r;
+    register long r10 __asm__("r10") = d;
+    __asm__ volatile("syscall" : "=a"(r) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10)
+                     : "rcx", "r11", "memory");
+    return r;
+}
+static double now(void) {
+    struct timespec t;
+    long r;
+    __asm__ volatile("mov $228, %%eax\n\tsyscall" : "=a"(r) : "D"(1L), "S"(&t)
+                     : "rcx", "r11", "memory");
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+static void nap(long s) {
+    struct timespec t = {s, 0};
+    long r;
+    register long r10 __asm__("r10") = 0;
+    __asm__ volatile("mov $230, %%eax\n\tsyscall" : "=a"(r) : "D"(1L), "S"(0L), "d"(&t),
+                     "r"(r10) : "rcx", "r11", "memory");
+}
+int main(void) {
+    double t0 = now();
+    nap(4);
+    printf("%.3f %ld\n", now() - t0, -raw(441, -1, 0, 0, 0)); /* epoll_pwait2 on no fd */
+    return 0;
+}
+"""
+
+
+def _shim_ready() -> str | None:
+    import platform
+
+    if platform.machine() != "x86_64":
+        return "the raw-clock shim is x86_64 only"
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        return "needs a C compiler"
+    try:
+        find_library()
+    except WarpRefused as exc:
+        return str(exc)
+    return None
+
+
+needs_shim = pytest.mark.skipif(_shim_ready() is not None, reason=str(_shim_ready()))
+
+
+@needs_shim
+def test_the_raw_clock_shim_puts_raw_system_calls_on_the_fast_clock(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import time
+
+    from conformance.adapters.warp import build_shim
+
+    shim = build_shim(tmp_path / "cache")
+    assert build_shim(tmp_path / "cache") == shim  # built once per source
+    assert "warp_shim" in Path(shim).name
+    src = tmp_path / "raw.c"
+    src.write_text(RAW_CLOCK_PROGRAM)
+    program = tmp_path / "raw"
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    subprocess.run([str(compiler), "-O1", "-o", str(program), str(src)], check=True)
+    env = {**os.environ, **warp_env(Warp(50, find_library(), shim))}
+    began = time.monotonic()
+    out = subprocess.run([str(program)], env=env, capture_output=True, text=True, timeout=60)
+    real_s = time.monotonic() - began
+    assert out.returncode == 0, out.stderr
+    elapsed, epoll_errno = out.stdout.split()
+    # 4 s of its clock passed on its raw clock, in a fraction of that (0.08 s nominal at x50);
+    # its epoll_pwait2 was refused, so a Bun loop falls back to the wait libfaketime scales.
+    assert float(elapsed) >= 4.0
+    assert real_s < 3.0, real_s
+    assert int(epoll_errno) == 38  # ENOSYS
+    # A program without raw clock calls is left alone (a child such as bash or git).
+    assert subprocess.run(["true"], env=env, timeout=30).returncode == 0
+
+
+def test_a_shim_that_cannot_be_built_refuses_the_warp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conformance.adapters import warp
+
+    monkeypatch.setattr(warp.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(warp.shutil, "which", lambda name: None)
+    with pytest.raises(WarpRefused, match="needs a C compiler"):
+        warp.build_shim(tmp_path)
+    monkeypatch.setattr(warp.platform, "machine", lambda: "aarch64")
+    with pytest.raises(WarpRefused, match="x86_64 only"):
+        warp.build_shim(tmp_path)
+
+
+def test_the_shim_follows_the_library_in_the_preload() -> None:
+    env = warp_env(Warp(20, "/lib/libfaketimeMT.so.1", "/c/warp_shim-1.so"))
+    assert env["LD_PRELOAD"] == "/lib/libfaketimeMT.so.1:/c/warp_shim-1.so"
+    clock = Clock("/lib/x.so", speed=20, shim="/c/warp_shim-1.so")
+    assert clock.warp_for(0.05) == Warp(20, "/lib/x.so", "/c/warp_shim-1.so")
