@@ -255,12 +255,12 @@ def run_scenario(
     dialect: str = DEFAULT_DIALECT,
     timing: Timing = DEFAULT_TIMING,
     tool_transport: str = "http",
-    real_clock: bool = False,
+    confirm: bool = False,
 ) -> tuple[dict, dict[str, dict]]:
     """Run one scenario in ``dialect``, its tools over ``tool_transport``; return its results
     entry and {criterion id: scenario verdict entry}. Timing checks judge with ``timing``'s
-    allowances (``conformance.timing``). ``real_clock``: an agent on a fast clock runs in real
-    time (``conformance.verify.judged``)."""
+    allowances (``conformance.timing``). ``confirm``: an agent on a fast clock runs on the clock
+    that confirms a failed timing verdict (``conformance.verify.judged``)."""
     if tool_transport not in TOOL_TRANSPORTS:
         raise ValueError(f"unknown tool transport {tool_transport!r}; known: http, mcp")
     caps = set(adapter.capabilities())
@@ -270,7 +270,7 @@ def run_scenario(
     if tool_transport != "mcp":
         caps.discard(MCP_TOOLS)  # its tools do not go over MCP in this run
     on_timing = any(by_id(c).timing for c in scenario.criteria)
-    scale = run_time_scale(adapter, time_scale, on_timing, real_clock)
+    scale = run_time_scale(adapter, time_scale, on_timing, confirm)
     needed = set(scenario.capabilities)
     speaks = dialect_capability(dialect)
     if speaks is not None:
@@ -503,9 +503,7 @@ def run_suite(
             if stop is not None and stop.is_set():
                 break
 
-            def once(
-                real_clock: bool, scenario: Scenario = scenario
-            ) -> tuple[dict, dict[str, dict]]:
+            def once(confirm: bool, scenario: Scenario = scenario) -> tuple[dict, dict[str, dict]]:
                 return run_scenario(
                     gateway,
                     adapter,
@@ -515,7 +513,7 @@ def run_suite(
                     dialect=dialect,
                     timing=timing,
                     tool_transport=tool_transport,
-                    real_clock=real_clock,
+                    confirm=confirm,
                 )
 
             entry, verdicts = judged(once, verify)

@@ -304,7 +304,7 @@ class RunSession:
         self.ready(agent.adapter)
         gateway = self.gateway()
 
-        def once(real_clock: bool) -> tuple[dict, dict[str, dict]]:
+        def once(confirm: bool) -> tuple[dict, dict[str, dict]]:
             return run_scenario(
                 gateway,
                 agent.adapter,
@@ -314,7 +314,7 @@ class RunSession:
                 dialect=dialect,
                 tool_transport=transport,
                 timing=self.timing,
-                real_clock=real_clock,
+                confirm=confirm,
             )
 
         entry, verdicts = judged(once, self.verify)

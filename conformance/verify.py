@@ -16,9 +16,11 @@ verdict of it then gates on its best run.
 On a fast clock (``conformance.adapters.warp``) the agent's own real time between attempts weighs
 N times as much in its seconds, and a loaded machine stretches it beyond what the calibration
 measured, so a failed timing verdict there is always confirmed on the real clock, ``--verify`` or
-not (:func:`judged`): the scenario is run again in real time and that run is the scenario's
-result, its timing verdicts saying what the fast clock gave (``fast_clock``); the fast-clock run
-is kept in the entry (``fast_clock_run``). Reruns of ``--verify`` then run in real time too.
+not (:func:`judged`): the scenario is run again on the slowest clock the calibration accepted
+for timing, or in real time when the run was already on it (``Clock.confirm_scale``), and that
+run is the scenario's result, its timing verdicts saying what the fast clock gave
+(``fast_clock``); the fast-clock run is kept in the entry (``fast_clock_run``). Reruns of
+``--verify`` run on the confirming clock too.
 """
 
 from __future__ import annotations
@@ -55,32 +57,35 @@ def _fast_clock(entry: dict) -> float | None:
 
 
 def judged(once: Callable[[bool], Run], verify: int) -> Run:
-    """The outcome of a scenario run by ``once(real_clock)``: on a fast clock a failed timing
-    verdict is confirmed on the real clock, then ``--verify`` settles as usual (module
-    docstring)."""
+    """The outcome of a scenario run by ``once(confirm)``: on a fast clock a failed timing
+    verdict is confirmed by a run on the slowest clock calibrated, or the real clock
+    (``confirm=True``), then ``--verify`` settles as usual (module docstring)."""
     first = once(False)
     entry, verdicts = first
     speed = _fast_clock(entry)
     doubtful = _doubtful(verdicts)
     if speed is None or not doubtful:
         return verified(first, lambda: once(False), verify)
-    real_entry, real_verdicts = once(True)
-    settled = dict(real_verdicts)
+    again_entry, again_verdicts = once(True)
+    slower = _fast_clock(again_entry)
+    where = f"the x{slower:g} clock" if slower else "the real clock"
+    settled = dict(again_verdicts)
     for cid in doubtful:
         fast = verdicts[cid]
-        real = real_verdicts.get(cid)
-        if real is None:
+        again = again_verdicts.get(cid)
+        if again is None:
             continue
         settled[cid] = {
-            **real,
-            "observed": f"{real.get('observed') or ''} (on the real clock; on the x{speed:g} "
+            **again,
+            "observed": f"{again.get('observed') or ''} (on {where}; on the x{speed:g} "
             f"fast clock: {fast['verdict']}, {fast.get('observed') or ''})",
             "fast_clock": {"speed": speed, **_run_of(fast)},
         }
-    out = dict(real_entry)
+    out = dict(again_entry)
     out["clock"] = {
-        "note": f"real time: a failed timing verdict on the x{speed:g} fast clock, confirmed "
-        "on the real clock"
+        **(again_entry.get("clock") or {}),
+        "note": f"{'x' + format(slower, 'g') if slower else 'real time'}: a failed timing "
+        f"verdict on the x{speed:g} fast clock, confirmed on {where}",
     }
     out["fast_clock_run"] = entry
     return verified((out, settled), lambda: once(True), verify)

@@ -98,14 +98,14 @@ def _warped(run: tuple[dict, dict[str, dict]], speed: float = 10) -> tuple[dict,
 
 
 class Clocked:
-    """``once(real_clock)``: the fast-clock run first, then the given real-clock runs."""
+    """``once(confirm)``: the fast-clock run first, then the given confirming runs."""
 
     def __init__(self, fast, *real) -> None:
         self.fast, self.real, self.asked = fast, list(real), []
 
-    def __call__(self, real_clock: bool):
-        self.asked.append(real_clock)
-        return self.real.pop(0) if real_clock else self.fast
+    def __call__(self, confirm: bool):
+        self.asked.append(confirm)
+        return self.real.pop(0) if confirm else self.fast
 
 
 def test_a_failed_timing_verdict_on_a_fast_clock_is_judged_on_the_real_clock():
@@ -152,3 +152,13 @@ def test_verify_reruns_a_confirmed_scenario_on_the_real_clock():
     entry, verdicts = judged(once, 2)
     assert once.asked == [False, True, True, True]
     assert verdicts["RTY-05"]["verdict"] == "PASS" and verdicts["RTY-05"]["flaky"]
+
+
+def test_a_confirmation_on_a_slower_calibrated_clock_says_which():
+    fast = _warped(_run("fast", RTY_05="FAIL"), 10)
+    entry, verdicts = judged(Clocked(fast, _warped(_run("slow", RTY_05="PASS"), 5)), 0)
+    assert verdicts["RTY-05"]["verdict"] == "PASS"
+    assert "on the x5 clock; on the x10 fast clock: FAIL" in verdicts["RTY-05"]["observed"]
+    assert (
+        entry["clock"]["time_warp"] == 5 and "confirmed on the x5 clock" in entry["clock"]["note"]
+    )

@@ -72,16 +72,16 @@ class Adapter(Protocol):
 
 
 def run_time_scale(
-    adapter: Adapter, asked: float, timing: bool = False, real_clock: bool = False
+    adapter: Adapter, asked: float, timing: bool = False, confirm: bool = False
 ) -> float:
     """The time scale a run of ``adapter`` gets: its own when it fixes one (an agent on a fast
-    clock: ``fixed_time_scale(timing)``, where ``timing`` says the scenario's verdicts rest on
-    measured waits; real time with ``real_clock``), else ``asked`` when it declares
-    ``time_scale``, else real time."""
+    clock: ``fixed_time_scale(timing, confirm)``, where ``timing`` says the scenario's verdicts
+    rest on measured waits and ``confirm`` asks for the clock that confirms a failed timing
+    verdict), else ``asked`` when it declares ``time_scale``, else real time."""
     fixed = getattr(adapter, "fixed_time_scale", None)
-    scale = fixed(timing) if callable(fixed) else None
+    scale = fixed(timing, confirm) if callable(fixed) else None
     if scale is not None:
-        return 1.0 if real_clock else float(scale)
+        return float(scale)
     return asked if "time_scale" in adapter.capabilities() else 1.0
 
 

@@ -198,10 +198,13 @@ class ShippedAdapter:
         cal = self.clock.calibrations.get(warp.speed) if self.clock and warp else None
         return (float(cal.overhead_s), float(cal.spread_s)) if cal is not None else (0.0, 0.0)
 
-    def fixed_time_scale(self, timing: bool = False) -> float | None:
+    def fixed_time_scale(self, timing: bool = False, confirm: bool = False) -> float | None:
         """An agent on a fast clock runs at 1/speed whatever the run asks (1.0: real time, for
-        a scenario resting on timing when its timing on the fast clock is too loose)."""
-        return self.clock.scale(timing) if self.clock else None
+        a scenario resting on timing when its timing on the fast clock is too loose); with
+        ``confirm``, on the clock that confirms a failed timing verdict."""
+        if self.clock is None:
+            return None
+        return self.clock.confirm_scale(timing) if confirm else self.clock.scale(timing)
 
     def capabilities(self) -> set[str]:
         caps = set(self.profile.capabilities) | set(self.profile.drive)

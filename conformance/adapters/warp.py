@@ -214,6 +214,17 @@ class Clock:
         speed = self.trial or (self.timing_speed if timing else self.speed)
         return 1.0 / speed if speed else 1.0
 
+    def confirm_scale(self, timing: bool) -> float:
+        """The time scale that confirms a failed timing verdict of a run at :meth:`scale`: the
+        slowest speed calibrated fit for timing, if slower than the run's, else real time."""
+        run = self.trial or (self.timing_speed if timing else self.speed)
+        fit = [
+            s
+            for s, cal in self.calibrations.items()
+            if getattr(cal, "timing_ok", False) and run and s < run
+        ]
+        return 1.0 / min(fit) if fit else 1.0
+
     def warp_for(self, time_scale: float) -> Warp | None:
         """The warp of a run at ``time_scale`` (as the runner chose it from :meth:`scale`)."""
         if time_scale >= 1.0:

@@ -357,6 +357,15 @@ def test_a_shim_that_cannot_be_built_refuses_the_warp(
         warp.build_shim(tmp_path)
 
 
+def test_a_failed_timing_verdict_is_confirmed_on_the_slowest_clock_fit_for_timing() -> None:
+    fit, loose = judge(5.0, [0.2, 0.8, 0.2, 0.8]), judge(20.0, [0.05, 0.2, 0.05, 0.2])
+    assert fit.timing_ok and loose.timing_ok
+    clock = Clock("/lib/x.so", speed=20, timing_speed=20, calibrations={20.0: loose, 5.0: fit})
+    assert clock.confirm_scale(timing=True) == pytest.approx(0.2)  # x5
+    on_slowest = Clock("/lib/x.so", speed=20, timing_speed=5, calibrations={20.0: loose, 5.0: fit})
+    assert on_slowest.confirm_scale(timing=True) == 1.0  # nothing slower: real time
+
+
 def test_the_shim_follows_the_library_in_the_preload() -> None:
     env = warp_env(Warp(20, "/lib/libfaketimeMT.so.1", "/c/warp_shim-1.so"))
     assert env["LD_PRELOAD"] == "/lib/libfaketimeMT.so.1:/c/warp_shim-1.so"
