@@ -30,6 +30,7 @@ import statistics
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from conformance.adapters.warp import SPREAD_LIMIT_S
 from conformance.runner import run_scenario
 from fakes import Scenario
 
@@ -37,7 +38,6 @@ __all__ = ["ASKED_S", "SCENARIO", "SPEED_BOUND", "SPREAD_LIMIT_S", "Calibration"
 
 ASKED_S = (1, 4, 1, 4)
 SPEED_BOUND = 0.25
-SPREAD_LIMIT_S = 0.2
 
 SCENARIO: dict[str, Any] = {
     "id": "clock-calibration",
@@ -161,6 +161,18 @@ def _waits(entry: dict[str, Any]) -> list[float]:
     return waits
 
 
+def _measure(
+    gateway: Any, adapter: Warpable, scenario: Scenario, dialect: str, speed: float
+) -> Calibration:
+    """One calibration run at ``speed``."""
+    adapter.try_speed(speed)
+    entry, _ = run_scenario(gateway, adapter, scenario, dialect=dialect)  # type: ignore[arg-type]
+    if entry["status"] != "ran":
+        why = f"the calibration run ended {entry['status']}: {entry.get('error') or ''}"
+        return Calibration(speed, reason=why.strip())
+    return judge(speed, _waits(entry), _announced(entry))
+
+
 def calibrate(gateway: Any, adapter: Warpable, dialect: str) -> dict[float, Calibration]:
     """Calibrate every speed of the adapter; put it on the fastest accepted (for scenarios
     resting on timing: the fastest whose spread fits, else real time). Returns the accepted
@@ -171,13 +183,13 @@ def calibrate(gateway: Any, adapter: Warpable, dialect: str) -> dict[float, Cali
     speeds = adapter.warp_speeds()
     try:
         for speed in speeds:
-            adapter.try_speed(speed)
-            entry, _ = run_scenario(gateway, adapter, scenario, dialect=dialect)  # type: ignore[arg-type]
-            if entry["status"] != "ran":
-                why = f"the calibration run ended {entry['status']}: {entry.get('error') or ''}"
-                cal = Calibration(speed, reason=why.strip())
-            else:
-                cal = judge(speed, _waits(entry), _announced(entry))
+            cal = _measure(gateway, adapter, scenario, dialect, speed)
+            if cal.accepted and not cal.timing_ok:
+                # Four waits, all processes of the run starting at once: one hiccup decides the
+                # spread. Measured once more; the steadier of the two is kept.
+                again = _measure(gateway, adapter, scenario, dialect, speed)
+                if again.accepted and again.spread_s < cal.spread_s:
+                    cal = again
             if cal.accepted:
                 accepted[speed] = cal
             notes.append(f"x{speed:g}: {cal.reason}")
@@ -187,6 +199,12 @@ def calibrate(gateway: Any, adapter: Warpable, dialect: str) -> dict[float, Cali
         return accepted
     fast = max(accepted, default=None)
     timing = max((s for s, c in accepted.items() if c.timing_ok), default=None)
+    capped = timing is None and fast is not None
+    if capped:
+        # No speed steady enough: timing on the slowest accepted, its slack widened by no more
+        # than SPREAD_LIMIT_S (ShippedAdapter.overhead); a failure there is confirmed on a rerun
+        # (conformance.verify.judged).
+        timing = min(accepted)
     if fast is None:
         note = "real time: " + "; ".join(notes)
     else:
@@ -194,7 +212,8 @@ def calibrate(gateway: Any, adapter: Warpable, dialect: str) -> dict[float, Cali
         note = (
             f"time warp x{fast:g} (effective x{cal.effective_speed:.1f}, overhead "
             f"{cal.overhead_s * 1000:.0f} ms, spread {cal.spread_s * 1000:.0f} ms real per wait); "
-            + (f"timing at x{timing:g}" if timing else "timing in real time")
+            + f"timing at x{timing:g}"
+            + (f", slack widened by at most {SPREAD_LIMIT_S:g} s" if capped else "")
             + " (calibration: "
             + "; ".join(notes)
             + ")"

@@ -16,9 +16,9 @@ verdict of it then gates on its best run.
 On a fast clock (``conformance.adapters.warp``) the agent's own real time between attempts weighs
 N times as much in its seconds, and a loaded machine stretches it beyond what the calibration
 measured, so a failed timing verdict there is always confirmed on the real clock, ``--verify`` or
-not (:func:`judged`): the scenario is run again on the slowest clock the calibration accepted
-for timing, or in real time when the run was already on it (``Clock.confirm_scale``), and that
-run is the scenario's result, its timing verdicts saying what the fast clock gave
+not (:func:`judged`): the scenario is run again on the slowest clock the calibration accepted,
+or on the same clock again when the run was already on it (a failure then stands when it
+reproduces; ``Clock.confirm_scale``), and that run is the scenario's result, its timing verdicts saying what the fast clock gave
 (``fast_clock``); the fast-clock run is kept in the entry (``fast_clock_run``). Reruns of
 ``--verify`` run on the confirming clock too.
 """
@@ -58,7 +58,7 @@ def _fast_clock(entry: dict) -> float | None:
 
 def judged(once: Callable[[bool], Run], verify: int) -> Run:
     """The outcome of a scenario run by ``once(confirm)``: on a fast clock a failed timing
-    verdict is confirmed by a run on the slowest clock calibrated, or the real clock
+    verdict is confirmed by a run on the slowest clock calibrated, or the same clock again
     (``confirm=True``), then ``--verify`` settles as usual (module docstring)."""
     first = once(False)
     entry, verdicts = first

@@ -54,6 +54,7 @@ from conformance.adapters.shipped_profile import (
     which_profiles,
 )
 from conformance.adapters.warp import (
+    SPREAD_LIMIT_S,
     Clock,
     Warp,
     WarpRefused,
@@ -193,10 +194,13 @@ class ShippedAdapter:
 
     def overhead(self, time_scale: float = 1.0) -> tuple[float, float]:
         """The calibrated overhead per wait and its spread at ``time_scale`` (real seconds; 0
-        in real time)."""
+        in real time). The spread widens the timing checks' slack by at most SPREAD_LIMIT_S of
+        the agent's time: beyond that a wait is judged, and a failure confirmed on a rerun."""
         warp = self.clock.warp_for(time_scale) if self.clock else None
         cal = self.clock.calibrations.get(warp.speed) if self.clock and warp else None
-        return (float(cal.overhead_s), float(cal.spread_s)) if cal is not None else (0.0, 0.0)
+        if cal is None or warp is None:
+            return (0.0, 0.0)
+        return (float(cal.overhead_s), min(float(cal.spread_s), SPREAD_LIMIT_S / warp.speed))
 
     def fixed_time_scale(self, timing: bool = False, confirm: bool = False) -> float | None:
         """An agent on a fast clock runs at 1/speed whatever the run asks (1.0: real time, for

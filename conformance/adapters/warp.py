@@ -36,6 +36,7 @@ from conformance.errors import ConformanceError
 __all__ = [
     "LIBRARIES",
     "SHIM_SOURCE",
+    "SPREAD_LIMIT_S",
     "Clock",
     "Warp",
     "WarpRefused",
@@ -55,6 +56,9 @@ LIBRARIES = (
 )
 _PT_INTERP = 3
 SHIM_SOURCE = Path(__file__).with_name("warp_shim.c")
+# How loose a timing check may be made by the agent's own time between attempts, in its
+# seconds: the calibration's spread at speed N widens the slack by at most this much.
+SPREAD_LIMIT_S = 0.2
 
 
 class WarpRefused(ConformanceError):
@@ -216,14 +220,13 @@ class Clock:
 
     def confirm_scale(self, timing: bool) -> float:
         """The time scale that confirms a failed timing verdict of a run at :meth:`scale`: the
-        slowest speed calibrated fit for timing, if slower than the run's, else real time."""
+        slowest speed calibrated, if slower than the run's, else the run's own again (a
+        failure stands when it reproduces); real time for a run in real time."""
         run = self.trial or (self.timing_speed if timing else self.speed)
-        fit = [
-            s
-            for s, cal in self.calibrations.items()
-            if getattr(cal, "timing_ok", False) and run and s < run
-        ]
-        return 1.0 / min(fit) if fit else 1.0
+        if not run:
+            return 1.0
+        slower = [s for s in self.calibrations if s < run]
+        return 1.0 / min(slower) if slower else 1.0 / run
 
     def warp_for(self, time_scale: float) -> Warp | None:
         """The warp of a run at ``time_scale`` (as the runner chose it from :meth:`scale`)."""

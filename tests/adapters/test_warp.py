@@ -357,13 +357,27 @@ def test_a_shim_that_cannot_be_built_refuses_the_warp(
         warp.build_shim(tmp_path)
 
 
-def test_a_failed_timing_verdict_is_confirmed_on_the_slowest_clock_fit_for_timing() -> None:
+def test_a_failed_timing_verdict_is_confirmed_on_the_slowest_clock_calibrated() -> None:
     fit, loose = judge(5.0, [0.2, 0.8, 0.2, 0.8]), judge(20.0, [0.05, 0.2, 0.05, 0.2])
     assert fit.timing_ok and loose.timing_ok
     clock = Clock("/lib/x.so", speed=20, timing_speed=20, calibrations={20.0: loose, 5.0: fit})
     assert clock.confirm_scale(timing=True) == pytest.approx(0.2)  # x5
     on_slowest = Clock("/lib/x.so", speed=20, timing_speed=5, calibrations={20.0: loose, 5.0: fit})
-    assert on_slowest.confirm_scale(timing=True) == 1.0  # nothing slower: real time
+    # Nothing slower: the same clock again (a failure stands when it reproduces).
+    assert on_slowest.confirm_scale(timing=True) == pytest.approx(0.2)
+    assert Clock("/lib/x.so").confirm_scale(timing=True) == 1.0  # in real time: real time
+
+
+def test_the_spread_widens_the_slack_by_no_more_than_the_limit(tmp_path: Path) -> None:
+    adapter = ShippedAdapter("qwen-code", bin_path="/bin/true", use_netns=False, time_warp=5)
+    steady, loose = judge(5.0, [0.21, 0.81, 0.21, 0.81]), judge(5.0, [0.2, 1.0, 0.2, 0.8])
+    adapter.clock = Clock("/lib/x.so")
+    adapter.use_clock(5.0, 5.0, {5.0: steady}, "n")
+    assert adapter.overhead(0.2)[1] == pytest.approx(steady.spread_s)
+    adapter.use_clock(5.0, 5.0, {5.0: loose}, "n")
+    assert loose.spread_s * 5 > SPREAD_LIMIT_S
+    assert adapter.overhead(0.2)[1] == pytest.approx(SPREAD_LIMIT_S / 5)
+    assert adapter.overhead(1.0) == (0.0, 0.0)
 
 
 def test_the_shim_follows_the_library_in_the_preload() -> None:
