@@ -114,7 +114,11 @@ def judge(
             "not retry the calibration's 429s as asked",
         )
     announced = announced_s is not None and len(announced_s) == len(waits_s)
-    asked = [float(a) for a in announced_s] if announced and announced_s else list(ASKED_S)
+    asked: list[float] = (
+        [float(a) for a in announced_s]
+        if announced and announced_s
+        else [float(a) for a in ASKED_S]
+    )
     short = [i for i, a in enumerate(ASKED_S) if a == min(ASKED_S)]
     long = [i for i, a in enumerate(ASKED_S) if a == max(ASKED_S)]
     diff = statistics.fmean(waits_s[i] for i in long) - statistics.fmean(waits_s[i] for i in short)
