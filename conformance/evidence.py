@@ -19,6 +19,7 @@ from conformance.catalogue import by_id
 from conformance.executions import tool_executions
 from conformance.timing import DEFAULT_TIMING, EARLY_SLACK_S, LATE_FLOOR_S, Timing
 from conformance.wire_reply import wire_reply
+from fakes.compaction import is_compaction
 from fakes.faults import FAULTS
 from fakes.journal import ChatEntry, Entry, Journal, Response, ToolEntry
 
@@ -218,6 +219,12 @@ class Evidence:
         served by ``otherwise`` and those the script could not serve (a 500, failed) included."""
         entries = [e for e in self.journal["entries"] if _is_chat(e)]
         return sorted(entries, key=lambda e: (e.get("t_arrival_ns", 0), e.get("seq", 0)))
+
+    def is_compaction(self, entry: Entry) -> bool:
+        """Whether a chat attempt is a compaction request, in the agent's own words: the one
+        rule the gateway matches scenario steps by (``fakes.compaction``), the scenario's prompt
+        left out of the words it looks for."""
+        return is_compaction(entry.get("body") or {}, str(self.scenario.get("prompt") or ""))
 
     def bodies(self) -> list[dict[str, Any]]:
         """The parsed bodies of the chat attempts, in order."""

@@ -9,6 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakes.compaction import is_compaction, message_text
 from fakes.journal import Entry, Journal
 from fakes.refuse import RefusingPort
 from fakes.retention import REDACTED, Retention
@@ -35,32 +36,26 @@ def redact_headers(headers: Any) -> dict[str, str]:
     return {k.lower(): (REDACTED if k.lower() in SECRET_HEADERS else v) for k, v in headers.items()}
 
 
-def _all_text(messages: Any) -> str:
-    parts: list[str] = []
-    for m in messages if isinstance(messages, list) else []:
-        c = m.get("content") if isinstance(m, dict) else None
-        if isinstance(c, str):
-            parts.append(c)
-        elif isinstance(c, list):
-            parts += [x.get("text", "") for x in c if isinstance(x, dict)]
-    return "\n".join(p for p in parts if isinstance(p, str))
-
-
-def _matches(step: Step, req: dict[str, Any]) -> bool:
+def _matches(step: Step, req: dict[str, Any], prompt: str = "") -> bool:
     m = step.match
+    if "compaction" in m and is_compaction(req, prompt) != m["compaction"]:
+        return False
     if "stream" in m and bool(req.get("stream")) != m["stream"]:
         return False
     if "model" in m and req.get("model") != m["model"]:
         return False
-    if "contains" in m and m["contains"].lower() not in _all_text(req.get("messages")).lower():
+    if "contains" in m and m["contains"].lower() not in message_text(req.get("messages")).lower():
         return False
     return not ("tools" in m and bool(req.get("tools")) != m["tools"])
 
 
-def select_step(script: list[Step], used: list[int], req: dict[str, Any]) -> Step | None:
-    """Earliest step with uses left whose match accepts ``req`` (contracts §5)."""
+def select_step(
+    script: list[Step], used: list[int], req: dict[str, Any], prompt: str = ""
+) -> Step | None:
+    """Earliest step with uses left whose match accepts ``req`` (contracts §5); ``prompt`` is
+    the scenario's, which does not make a request a compaction request (``fakes.compaction``)."""
     for st in script:
-        if used[st.index] < st.times and _matches(st, req):
+        if used[st.index] < st.times and _matches(st, req, prompt):
             return st
     return None
 
@@ -134,7 +129,7 @@ class SessionState:
 
     def take_step(self, req: dict[str, Any]) -> tuple[Step | None, bool]:
         """The step serving ``req`` and whether it serves as ``otherwise`` (contracts §5)."""
-        st = select_step(self.scenario.script, self.used, req)
+        st = select_step(self.scenario.script, self.used, req, self.scenario.prompt or "")
         if st is not None:
             self.used[st.index] += 1
             return st, False

@@ -1,8 +1,9 @@
 """Checks for the CTX criteria (context-layer recovery), judged from the wire.
 
 Theory of operation: prompt too long is a failed attempt whose error says
-``context_length_exceeded`` (contracts §5) or "prompt is too long"; a compaction request carries
-no ``tools`` and its messages contain "summarize"; every other chat attempt is a main request.
+``context_length_exceeded`` (contracts §5) or "prompt is too long"; a compaction request asks
+for a summary of the conversation in the agent's own words (``Evidence.is_compaction``, the
+gateway's rule: ``fakes.compaction``); every other chat attempt is a main request.
 Tool-call pairing is read from each main request's ``messages``: the results of an assistant
 message's tool calls must follow it directly, one ``tool`` message per call id.
 """
@@ -15,11 +16,11 @@ from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.evidence import Evidence, is_failed, response_of
+from fakes.compaction import message_text
 from fakes.journal import ChatEntry
 
 __all__ = [
     "MEDIA_PART_TYPES",
-    "is_compaction",
     "is_media_error",
     "is_prompt_too_long",
     "unpaired_calls",
@@ -34,17 +35,6 @@ MEDIA_PART_TYPES = frozenset(
 )
 
 
-def _text(messages: Any) -> str:
-    parts: list[str] = []
-    for m in messages if isinstance(messages, list) else []:
-        c = m.get("content") if isinstance(m, dict) else None
-        if isinstance(c, str):
-            parts.append(c)
-        elif isinstance(c, list):
-            parts += [str(p.get("text", "")) for p in c if isinstance(p, dict)]
-    return "\n".join(parts)
-
-
 def _sent(entry: ChatEntry) -> str:
     return str(response_of(entry).get("sent") or "")
 
@@ -52,11 +42,6 @@ def _sent(entry: ChatEntry) -> str:
 def _messages(entry: ChatEntry) -> list[Any]:
     msgs = (entry.get("body") or {}).get("messages")
     return msgs if isinstance(msgs, list) else []
-
-
-def is_compaction(entry: ChatEntry) -> bool:
-    body = entry.get("body") or {}
-    return not body.get("tools") and "summarize" in _text(body.get("messages")).lower()
 
 
 def is_prompt_too_long(entry: ChatEntry) -> bool:
@@ -109,7 +94,7 @@ def unpaired_calls(messages: list[Any]) -> list[str]:
 
 
 def _main(ev: Evidence) -> list[ChatEntry]:
-    return [e for e in ev.chat() if not is_compaction(e)]
+    return [e for e in ev.chat() if not ev.is_compaction(e)]
 
 
 @check("CTX-01", final=True)
@@ -121,42 +106,42 @@ def check_ctx_01(ev: Evidence) -> Finding:
     )
     chat = ev.chat()
     first = next(
-        (i for i, e in enumerate(chat) if not is_compaction(e) and is_prompt_too_long(e)), None
+        (i for i, e in enumerate(chat) if not ev.is_compaction(e) and is_prompt_too_long(e)), None
     )
     if first is None:
         return not_applicable(expected, "no prompt-too-long error in this run")
     p = chat[first]
     later = chat[first + 1 :]
     for e in later:
-        if not is_compaction(e) and _messages(e) == _messages(p):
+        if not ev.is_compaction(e) and _messages(e) == _messages(p):
             return failed(
                 expected, f"seq {e.get('seq')} resends the messages of seq {p.get('seq')} verbatim"
             )
-    compactions = [e for e in later if is_compaction(e)]
+    compactions = [e for e in later if ev.is_compaction(e)]
     if len(compactions) > 1:
         return failed(
             expected,
             f"{len(compactions)} compaction requests in one user turn "
             f"(seq {[e.get('seq') for e in compactions]})",
         )
-    size = len(_text(_messages(p)))
+    size = len(message_text(_messages(p)))
     if not turn_over(ev):
         # A resend verbatim or a second compaction is final; the recovery may still come.
         return not_applicable(expected, "the turn has not ended: the recovery may still come")
     if not compactions:
-        smaller = [e for e in later if len(_text(_messages(e))) < size]
+        smaller = [e for e in later if len(message_text(_messages(e))) < size]
         if smaller:
             return passed(
                 expected,
                 f"seq {smaller[0].get('seq')} retried with a reduced "
-                "context (no summarize request)",
+                "context (no compaction request)",
             )
         return failed(expected, f"no compaction and no reduced retry after seq {p.get('seq')}")
     c = compactions[0]
     retry = [
         e
         for e in later
-        if not is_compaction(e) and e.get("t_arrival_ns", 0) > c.get("t_arrival_ns", 0)
+        if not ev.is_compaction(e) and e.get("t_arrival_ns", 0) > c.get("t_arrival_ns", 0)
     ]
     if is_failed(c):
         return passed(expected, f"compaction seq {c.get('seq')} failed; no second attempt")
@@ -177,13 +162,13 @@ def check_ctx_02(ev: Evidence) -> Finding:
         "with the prompt-too-long error shown"
     )
     chat = ev.chat()
-    ptl = [i for i, e in enumerate(chat) if not is_compaction(e) and is_prompt_too_long(e)]
-    second = next((j for j in ptl[1:] if any(is_compaction(e) for e in chat[ptl[0] : j])), None)
+    ptl = [i for i, e in enumerate(chat) if not ev.is_compaction(e) and is_prompt_too_long(e)]
+    second = next((j for j in ptl[1:] if any(ev.is_compaction(e) for e in chat[ptl[0] : j])), None)
     if second is None:
         return not_applicable(expected, "no second prompt-too-long after a compaction")
     after = chat[second + 1 :]
     if after:
-        what = "compaction" if is_compaction(after[0]) else "request"
+        what = "compaction" if ev.is_compaction(after[0]) else "request"
         return failed(
             expected,
             f"{what} seq {after[0].get('seq')} after the second overflow "
@@ -245,15 +230,15 @@ def check_ctx_03(ev: Evidence) -> Finding:
             if isinstance(m, dict)
             and m.get("role") == "tool"
             and m.get("tool_call_id") in gaps
-            and not _text([m]).strip()
+            and not message_text([m]).strip()
         ]
         if empty:
             return failed(expected, f"seq {e.get('seq')}: empty placeholder for {empty}")
     # Answered, not dropped: the first request of the conversation (the one carrying the
     # history's first message; an auxiliary request may come before it) still carries the
     # history as given, where a later one may carry a compaction's summary instead.
-    opening = _text(history[:1])
-    first = next((e for e in main if opening in (_text([m]) for m in _messages(e))), main[0])
+    opening = message_text(history[:1])
+    first = next((e for e in main if opening in (message_text([m]) for m in _messages(e))), main[0])
     answered = {
         m.get("tool_call_id")
         for m in _messages(first)

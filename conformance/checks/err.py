@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from conformance.checks.ctx import is_compaction, is_media_error, is_prompt_too_long
+from conformance.checks.ctx import is_media_error, is_prompt_too_long
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.mfb import is_overload
@@ -86,7 +86,7 @@ def _ended_in_api_error(
     completed although its last request failed ended on that error all the same.
     """
     titles = bool((ev.scenario.get("config") or {}).get("background_title"))
-    chat = [e for e in ev.chat() if not is_compaction(e) and not (titles and background(e))]
+    chat = [e for e in ev.chat() if not ev.is_compaction(e) and not (titles and background(e))]
     if not chat:
         return None, "no chat request in this run"
     ends = ev.turn_ends()
@@ -163,7 +163,7 @@ def _actions(ev: Evidence) -> dict[str, Callable[[str], bool]]:
     fb = str((ev.scenario.get("config") or {}).get("fallback_model") or "")
     acts: dict[str, Callable[[str], bool]] = {}
     for prev, cur in zip(chat, chat[1:], strict=False):
-        if is_compaction(prev) or is_compaction(cur) or not is_failed(prev):
+        if ev.is_compaction(prev) or ev.is_compaction(cur) or not is_failed(prev):
             continue  # the resend after a compaction belongs to the compaction
         same_model = (prev.get("body") or {}).get("model") == (cur.get("body") or {}).get("model")
         if same_model and ev.mode(prev) == ev.mode(cur):
@@ -174,7 +174,7 @@ def _actions(ev: Evidence) -> dict[str, Callable[[str], bool]]:
         acts["model fallback"] = lambda m: any(
             w in m for w in (fb.lower(), "fallback model", "model fallback")
         )
-    if any(is_compaction(e) for e in chat):
+    if any(ev.is_compaction(e) for e in chat):
         acts["compaction"] = lambda m: "compact" in m or "summar" in m
     return acts
 

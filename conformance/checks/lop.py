@@ -26,7 +26,6 @@ from fakes.journal import ChatEntry, ToolEntry
 __all__ = [
     "Reply",
     "call_key",
-    "is_compaction",
     "loop_trigger",
     "reply_of",
 ]
@@ -117,18 +116,9 @@ def _offered(body: dict[str, Any]) -> list[str]:
     return names
 
 
-def is_compaction(entry: ChatEntry) -> bool:
-    """The compaction convention: no tools offered, and the messages say "summarize"."""
-    body = entry.get("body") or {}
-    if body.get("tools"):
-        return False
-    text = " ".join(_text(m) for m in body.get("messages") or [])
-    return "summarize" in text.lower()
-
-
 def _main(ev: Evidence) -> list[ChatEntry]:
     """The conversation's own chat attempts (compaction requests left out)."""
-    return [e for e in ev.chat() if not is_compaction(e)]
+    return [e for e in ev.chat() if not ev.is_compaction(e)]
 
 
 def _after(entries: list[ChatEntry], e: ChatEntry) -> list[ChatEntry]:
@@ -270,14 +260,14 @@ def _compaction_failed(e: ChatEntry) -> bool:
 def check_lop_05(ev: Evidence) -> Finding:
     """Three consecutive compaction failures: no further compaction request."""
     expected = (
-        f"after {COMPACTION_BREAKER} consecutive failed compaction requests (no tools, "
-        "'summarize'), the agent sends no further compaction request"
+        f"after {COMPACTION_BREAKER} consecutive failed compaction requests, the agent sends "
+        "no further compaction request"
     )
     chat = ev.chat()
     streak, broke_at = 0, None
     tried = 0
     for e in chat:
-        if not is_compaction(e):
+        if not ev.is_compaction(e):
             continue
         tried += 1
         if broke_at is not None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.checks.ctx import is_compaction
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
@@ -122,7 +121,7 @@ def check_mfb_01(ev: Evidence) -> Finding:
     chat = ev.chat()
     idx, streak, last = _switch(ev, fb)
     if idx is not None:
-        back = [e for e in chat[idx + 1 :] if _model(e) != fb and not is_compaction(e)]
+        back = [e for e in chat[idx + 1 :] if _model(e) != fb and not ev.is_compaction(e)]
         if streak >= 2 and back:
             return failed(
                 expected,

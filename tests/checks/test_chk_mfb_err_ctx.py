@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from conformance.checks import run_check
 from tests.checks.synth import Journal
 
@@ -641,3 +643,39 @@ def test_ctx_05_not_applicable() -> None:
     j = Journal()
     chat(j, 400, TOO_BIG, body=body(P, [U]))  # no media in the request
     assert outcome("CTX-05", j, ended("error", "bad_request")) == "not_applicable"
+
+
+# A compaction request in another agent's words: Claude Code keeps its tools and asks for "your
+# summary based on the conversation so far" last; opencode calls itself a summarization agent.
+KEEPS_TOOLS = body(
+    P,
+    [U, {"role": "user", "content": "Please provide your summary based on the conversation."}],
+    tools=TOOLS,
+)
+SUMMARIZATION = {
+    "model": P,
+    "stream": True,
+    "messages": [
+        {"role": "system", "content": "You are a context summarization agent."},
+        {"role": "user", "content": "Create a new anchored summary of the history."},
+    ],
+}
+
+
+@pytest.mark.parametrize("compaction", [KEEPS_TOOLS, SUMMARIZATION])
+def test_ctx_01_compaction_in_the_agents_own_words(compaction: dict[str, Any]) -> None:
+    j = Journal()
+    chat(j, 400, PTL, body=body(P, BIG, tools=TOOLS))
+    chat(j, body=compaction)
+    chat(j, body=compaction)
+    chat(j, body=body(P, SMALL, tools=TOOLS))
+    # Two of them in one user turn: before, neither was seen as a compaction, and the smaller
+    # retry passed CTX-01 as "a reduced context".
+    f = run_check("CTX-01", j.evidence(ended("completed")))
+    assert f.outcome == "fail" and "2 compaction requests" in f.observed
+    one = Journal()
+    chat(one, 400, PTL, body=body(P, BIG, tools=TOOLS))
+    chat(one, body=compaction)
+    chat(one, body=body(P, SMALL, tools=TOOLS))
+    f = run_check("CTX-01", one.evidence(ended("completed")))
+    assert f.outcome == "pass" and "compaction seq 1, retry seq 2" in f.observed
