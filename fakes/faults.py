@@ -48,6 +48,12 @@ class HttpError(Fault):
             "status": {"type": "integer", "minimum": 100, "maximum": 599},
             "headers": {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
             "body": {"type": ["string", "object"]},
+            "error": {
+                "description": "An error the dialect words itself, as the body (no body given): "
+                "prompt_too_long, the context window overflow (chat completions and Responses: "
+                "code context_length_exceeded; Anthropic Messages: 'prompt is too long').",
+                "enum": ["prompt_too_long"],
+            },
             "retry_after_date": {"type": "number", "minimum": 0},
             "echo_api_key": {
                 "description": "Put the API key the request carried (Authorization bearer, "
@@ -63,6 +69,8 @@ class HttpError(Fault):
         """An error status with the scenario's body (or the dialect's default) and headers."""
         plan.status, plan.stream = int(p["status"]), False
         body = p.get("body")
+        if body is None and p.get("error") == "prompt_too_long":
+            body = ctx.dialect.prompt_too_long_body()
         if body is None:
             body = ctx.dialect.http_error_body(plan.status)
         if p.get("echo_api_key"):

@@ -36,6 +36,15 @@ class _ChatFaultBytes:
         return oc.error_body(f"simulated error {status}", kind, str(status))
 
     @staticmethod
+    def prompt_too_long_body() -> dict[str, Any]:
+        return oc.error_body(
+            "This model's maximum context length is 128000 tokens. However, your messages "
+            "resulted in 131072 tokens. Please reduce the length of the messages.",
+            "invalid_request_error",
+            "context_length_exceeded",
+        )
+
+    @staticmethod
     def malformed_frame(kind: str) -> bytes:
         """``bad_json``: a data line that is not JSON; ``missing_data``: no ``data:`` field."""
         if kind == "bad_json":

@@ -150,7 +150,7 @@ def retry_or_surface(core: Requests, f: AttemptFailure) -> Phase:
         if core._retries:
             msg += f" (after {core._retries} retries)"
         kind = d.kind
-        if "context_length_exceeded" in text:
+        if "context_length_exceeded" in text or "prompt is too long" in text:
             kind = "prompt_too_long"
         elif is_media_error(status, text):
             kind = "media_too_large"

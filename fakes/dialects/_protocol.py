@@ -94,6 +94,11 @@ class EventDialect(Dialect, Protocol):
         """The default body of a scripted ``http_error``."""
         ...
 
+    def prompt_too_long_body(self) -> dict[str, Any]:
+        """The body of an ``http_error`` with ``error: prompt_too_long``: the context window
+        overflow in this API's own words."""
+        ...
+
     def in_band_error_frame(self, error: dict[str, Any] | None, seq: int, model: str) -> bytes:
         """The frame of a scripted ``in_band_error``."""
         ...

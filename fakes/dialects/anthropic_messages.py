@@ -27,6 +27,7 @@ __all__ = [
     "json_body",
     "error_body",
     "http_error_body",
+    "prompt_too_long_body",
     "in_band_error_frame",
     "malformed_frame",
     "check_request",
@@ -251,6 +252,11 @@ def http_error_body(status: int) -> dict[str, Any]:
     type_ = _ERROR_TYPES.get(status, "api_error")
     msg = "Overloaded" if status == 529 else f"simulated error {status}"
     return error_body(msg, type_)
+
+
+def prompt_too_long_body() -> dict[str, Any]:
+    """A context window overflow as the Messages API words it (a 400)."""
+    return error_body("prompt is too long: 131072 tokens > 128000 maximum", "invalid_request_error")
 
 
 def in_band_error_frame(

@@ -25,6 +25,7 @@ __all__ = [
     "json_body",
     "error_body",
     "http_error_body",
+    "prompt_too_long_body",
     "in_band_error_frame",
     "malformed_frame",
     "check_request",
@@ -242,6 +243,16 @@ def http_error_body(status: int) -> dict[str, Any]:
         f"simulated error {status}",
         "rate_limit_error" if status == 429 else "server_error",
         str(status),
+    )
+
+
+def prompt_too_long_body() -> dict[str, Any]:
+    """A context window overflow as the Responses API words it (a 400)."""
+    return error_body(
+        "Your input exceeds the context window of this model. Please adjust your input and "
+        "try again.",
+        "invalid_request_error",
+        "context_length_exceeded",
     )
 
 
