@@ -513,3 +513,16 @@ def test_claude_error_display_without_status_is_typed_by_the_result_status():
     # Without a printed status the error stays untyped.
     lines[1] = _result(True, text, api_error_status=None)
     assert parse_claude_stream_json(_lines(*lines))[0]["kind"] == "agent_exit"
+
+
+def test_claude_terminal_reason_types_a_prompt_too_long():
+    text = "Prompt is too long · A single-exchange conversation cannot be compacted"
+    lines = [
+        _assistant("u1", {"type": "text", "text": text}, model="<synthetic>"),
+        _result(True, text, api_error_status=400, terminal_reason="prompt_too_long"),
+    ]
+    ev = parse_claude_stream_json(_lines(*lines))
+    assert (ev[0]["type"], ev[0]["kind"], ev[0]["status"]) == ("error", "prompt_too_long", 400)
+    # Another terminal reason leaves the status's kind.
+    lines[1] = _result(True, text, api_error_status=400, terminal_reason="completed")
+    assert parse_claude_stream_json(_lines(*lines))[0]["kind"] == "bad_request"

@@ -20,7 +20,8 @@ Claude Code prints one JSON object per line:
   ``tool_result``; its own tools ran on no host at all);
 - ``result``: its ``usage`` (``input_tokens``/``output_tokens``) becomes a ``usage`` event; an
   ``is_error`` result becomes an ``error`` event unless a synthetic error message already did,
-  typed by its ``api_error_status`` when it printed one.
+  typed by its ``api_error_status`` when it printed one, and by its ``terminal_reason`` where
+  that names a kind (``prompt_too_long``).
 
 Event order is the order of the lines; times are stamped by the adapter after the agent exits.
 """
@@ -37,6 +38,10 @@ from conformance.adapters.shipped_parsers._events import (
 )
 
 __all__ = ["parse_claude_stream_json"]
+
+# The result's ``terminal_reason`` that names an error kind of the protocol (2.1.332 prints
+# ``prompt_too_long`` when a context window overflow ended the turn, its display a plain 400).
+TERMINAL_KINDS = {"prompt_too_long": "prompt_too_long"}
 
 
 def parse_claude_stream_json(stdout: str) -> list[dict]:
@@ -135,4 +140,9 @@ def parse_claude_stream_json(stdout: str) -> list[dict]:
                     text, st if st is not None else status_in(text, API_ERROR)
                 )
                 events.append(shown_error)
+            if v.get("is_error") and shown_error is not None:
+                # Its own type of why the turn ended, where it is one of the protocol's kinds.
+                kind = TERMINAL_KINDS.get(str(v.get("terminal_reason")))
+                if kind is not None:
+                    shown_error["kind"] = kind
     return events
