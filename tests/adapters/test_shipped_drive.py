@@ -62,7 +62,8 @@ def test_drives_earn_their_capabilities():
     for name in ("claude-code-2-1-332", "claude-code-2-1-197"):
         caps = ShippedAdapter(name).capabilities()
         assert {"abort", "fallback_model", "hooks", "stream_fallback_config"} <= caps
-        assert "compaction" not in caps  # docs/agents/claude-code.md: why not
+        # Its own feature, nothing driven: it compacts when it chooses (claude-code.md).
+        assert "compaction" in caps and "compaction" not in ShippedAdapter(name).profile.drive
 
 
 def _profile(tmp_path: Path, extra: str) -> Path:
