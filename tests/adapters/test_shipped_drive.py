@@ -454,3 +454,56 @@ def test_a_config_key_is_not_carried_and_ignored_at_once(tmp_path):
     )
     with pytest.raises(ProfileError, match=r"config_carried: \['tool_timeout_s'\]"):
         load_profile(path)
+
+
+# -- Qwen Code's fallback model: the flag, and the fallback listed in its settings -------------
+
+QWEN = """
+import json, os, sys, urllib.error, urllib.request
+def ask(model):
+    body = {"model": model, "messages": [{"role": "user", "content": sys.argv[-1]}]}
+    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+        json.dumps(body).encode(), method="POST", headers={"content-type": "application/json",
+        "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+    try:
+        return urllib.request.urlopen(req, timeout=10)
+    except urllib.error.HTTPError as exc:
+        return exc
+# As Qwen Code: --fallback-model names the fallback, which resolves only when a settings file
+# lists it under modelProviders; else it is the primary, and skipped.
+models = [os.environ["OPENAI_MODEL"]]
+if "--fallback-model" in sys.argv:
+    fb = sys.argv[sys.argv.index("--fallback-model") + 1]
+    path = os.environ.get("QWEN_CODE_SYSTEM_SETTINGS_PATH", "")
+    listed = json.load(open(path)) if LISTED and os.path.exists(path) else {}
+    if fb in [m.get("id") for m in listed.get("modelProviders", {}).get("openai", [])]:
+        models.append(fb)
+overloads = 0
+for _ in range(4):
+    r = ask(models[min(overloads // 2, len(models) - 1)])
+    if r.status == 200:
+        text = json.load(r)["choices"][0]["message"]["content"]
+        print(json.dumps([{"type": "assistant", "message": {"content": [{"type": "text",
+            "text": text}]}}, {"type": "result", "is_error": False, "result": text}]))
+        sys.exit(0)
+    overloads += 1
+sys.exit(1)
+"""
+
+
+def _qwen_fake(tmp_path: Path, listed: bool) -> ShippedAdapter:
+    path = tmp_path / "fake-qwen"
+    path.write_text(f"#!{sys.executable}\nLISTED = {listed}\n" + textwrap.dedent(QWEN))
+    path.chmod(0o755)
+    return ShippedAdapter("qwen-code", bin_path=str(path))
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_qwen_fallback_is_listed_in_its_settings(tmp_path, gateway, listed):
+    sc = Scenario.from_dict({"title": "qwen fallback", "prompt": "Say hello.", **FALLBACK})
+    entry, verdicts = run_scenario(gateway, _qwen_fake(tmp_path, listed), sc)
+    assert entry["status"] == "ran", entry["agent_log"][-2000:]
+    assert "fallback_model" in _hello(entry)["driven"]
+    # The fake that reads the settings file switches; one that does not is judged for it.
+    want = "PASS" if listed else "NON-STRICT"
+    assert verdicts["MFB-01"]["verdict"] == want, verdicts["MFB-01"]
