@@ -107,6 +107,8 @@ BROKEN = [
     ("training_mode_refusal", "ctx/ctx-04-training-mode-refuses.yaml", "CTX-04"),
     ("placeholder_repair", "ctx/ctx-03-one-of-two-unanswered.yaml", "CTX-03"),
     ("hook_block_final", "ctl/ctl-02-stop-hook-block.yaml", "CTL-02"),
+    ("no_hook_after_error", "err/err-03-no-stop-hook-after-401.yaml", "ERR-03"),
+    ("no_hook_after_error", "err/err-03-no-stop-hook-after-exhausted-429.yaml", "ERR-03"),
     ("successful_usage_only", "str/str-11-usage-in-band-error.yaml", "STR-11"),
     ("fallback_switch", "str/str-12-fallback-off.yaml", "STR-12"),
     ("finish_completes", "str/str-13-finish-without-done.yaml", "STR-13"),

@@ -63,6 +63,7 @@ class Behaviours:
     debug_dump: bool = True  # off: a rejected request (HTTP 400) is not dumped (DBG-01)
     one_compaction_per_turn: bool = True  # off: a second overflow compacts again (CTX-02)
     hook_block_final: bool = True  # off: a stop hook's block reruns the turn (CTL-02)
+    no_hook_after_error: bool = True  # off: the stop hook runs after an API error too (ERR-03)
     successful_usage_only: bool = True  # off: a failed attempt's usage counts too (STR-11)
     finish_completes: bool = True  # off: a stream without [DONE] failed, finish or not (STR-13)
     fallback_switch: bool = True  # off: stream_fallback: false in the config is ignored (STR-12)

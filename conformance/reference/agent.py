@@ -333,7 +333,12 @@ class _Driver:
             elif isinstance(a, WriteDebugDump):
                 self._dump(a)
             elif isinstance(a, EndTurn):
-                self.finished.set()
+                if a.reason == "error" and self._hook_after_error():
+                    # Broken copy: the stop hook runs after an API error as after a completed
+                    # turn (ERR-03); its answer changes nothing, the turn has ended.
+                    self._spawn(("hook", None), self._hook_then_finish())
+                else:
+                    self.finished.set()
             else:  # pragma: no cover - a new action the driver does not know
                 raise TypeError(f"unknown action {a!r}")
 
@@ -390,8 +395,26 @@ class _Driver:
             self.core.offer(self.tools.specs_for_request(set()))
         self.feed(ToolOutcome(a.call_id, kind, text, error_type))
 
+    def _hook_after_error(self) -> bool:
+        config = self.start.get("config") or {}
+        return (
+            not self.core.b.no_hook_after_error
+            and bool(config.get("stop_hook"))
+            and bool(self.start.get("tool_endpoint"))
+        )
+
+    async def _hook_then_finish(self) -> None:
+        try:
+            await self._post_stop_hook()
+        finally:
+            self.finished.set()
+
     async def _stop_hook(self) -> None:
         """POST the hosted ``stop_hook`` once; report its block reason, if any."""
+        self.feed(StopHookDone(await self._post_stop_hook()))
+
+    async def _post_stop_hook(self) -> str | None:
+        """POST the hosted ``stop_hook`` once; its block reason, if any."""
         endpoint = str(self.start.get("tool_endpoint") or "")
         blocked: str | None = None
         try:
@@ -406,7 +429,7 @@ class _Driver:
         err = data.get("error") if isinstance(data, dict) else None
         if isinstance(err, dict) and err.get("type") == "blocked":
             blocked = str(err.get("message") or "no reason given")
-        self.feed(StopHookDone(blocked))
+        return blocked
 
     def _dump(self, a: WriteDebugDump) -> None:
         """Debug dump of a rejected request (no headers; an echoed key redacted); never fails
