@@ -26,43 +26,6 @@ __all__ = ["Chunk", "Plan", "make_plan", "harness_error_plan", "mask_key", "DIAL
 DIALECTS: dict[str, Any] = dict(REGISTRY)
 
 
-class _ChatFaultBytes:
-    """What chat completions' faults inject, under the names the other dialect modules give
-    theirs (``fakes.faults.Context.dialect``)."""
-
-    @staticmethod
-    def http_error_body(status: int) -> dict[str, Any]:
-        kind = "rate_limit_error" if status == 429 else "server_error"
-        return oc.error_body(f"simulated error {status}", kind, str(status))
-
-    @staticmethod
-    def prompt_too_long_body() -> dict[str, Any]:
-        return oc.error_body(
-            "This model's maximum context length is 128000 tokens. However, your messages "
-            "resulted in 131072 tokens. Please reduce the length of the messages.",
-            "invalid_request_error",
-            "context_length_exceeded",
-        )
-
-    @staticmethod
-    def malformed_frame(kind: str) -> bytes:
-        """``bad_json``: a data line that is not JSON; ``missing_data``: no ``data:`` field."""
-        if kind == "bad_json":
-            return b'data: {"choices": [{"delta": \n\n'
-        return b'{"choices": []}\n\n'
-
-    @staticmethod
-    def in_band_error_frame(
-        error: dict[str, Any] | None, seq: int = 0, model: str = "fake-model"
-    ) -> bytes:
-        err = error or {"message": "simulated in-band error", "type": "server_error"}
-        return oc.frame(json.dumps({"error": err}))
-
-
-def _fault_bytes(dialect: str) -> Any:
-    return _ChatFaultBytes if dialect == "openai_chat" else DIALECTS[dialect]
-
-
 def harness_error_plan(message: str, dialect: str = "openai_chat") -> Plan:
     """A 500 reply for a request the script cannot serve, shaped as ``dialect``'s error."""
     body = json.dumps(DIALECTS[dialect].error_body(message, "harness_error")).encode()
@@ -96,7 +59,7 @@ def make_plan(
     name, fault = _fault(step, stream)
     p = step.fault_params
     plan = Plan(stream=stream, fault=name)
-    ctx = Context(_fault_bytes(dialect), model, api_key)
+    ctx = Context(DIALECTS[dialect], model, api_key)
     replaced = fault.replace(plan, p, ctx)
     if replaced is not None:
         return replaced
@@ -219,7 +182,7 @@ def _replay_plan(
     p = step.fault_params
     # A replacing fault (an error status, a reset) answers in the request's dialect.
     replaced = fault.replace(
-        Plan(stream=stream, fault=name), p, Context(_fault_bytes(dialect), api_key=api_key)
+        Plan(stream=stream, fault=name), p, Context(DIALECTS[dialect], api_key=api_key)
     )
     if replaced is not None:
         return replaced
@@ -244,7 +207,7 @@ def _replay_plan(
     n = int(p.get("after_events", 0))
     at = next((i + 1 for i, k in enumerate(_event_counts(chunks)) if k >= n), 0) if n else 0
     fault.on_plan(plan, p)
-    plan.chunks = fault.on_stream(chunks, at, plan, p, Context(_fault_bytes(dialect)))
+    plan.chunks = fault.on_stream(chunks, at, plan, p, Context(DIALECTS[dialect]))
     return plan
 
 

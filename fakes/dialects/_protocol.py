@@ -67,6 +67,24 @@ class Dialect(Protocol):
         or None when ``obj`` is not one of its replies (then it is kept as sent)."""
         ...
 
+    # The bytes the faults inject (``fakes.faults.Context.dialect``), in this dialect.
+    def http_error_body(self, status: int) -> dict[str, Any]:
+        """The default body of a scripted ``http_error``."""
+        ...
+
+    def prompt_too_long_body(self) -> dict[str, Any]:
+        """The body of an ``http_error`` with ``error: prompt_too_long``: the context window
+        overflow in this API's own words."""
+        ...
+
+    def in_band_error_frame(self, error: dict[str, Any] | None, seq: int, model: str) -> bytes:
+        """The frame of a scripted ``in_band_error``."""
+        ...
+
+    def malformed_frame(self, kind: str) -> bytes:
+        """The frame of a scripted ``malformed_event`` (``bad_json`` or ``missing_data``)."""
+        ...
+
 
 class EventDialect(Dialect, Protocol):
     """A dialect whose stream is named events, rendered by ``fakes.plan`` through this seam."""
@@ -88,23 +106,6 @@ class EventDialect(Dialect, Protocol):
 
     def marks(self, events: list[tuple[str, dict[str, Any]]]) -> list[tuple[int, ...] | None]:
         """The neutral content milestone of each event (``openai_chat.marks``' terms)."""
-        ...
-
-    def http_error_body(self, status: int) -> dict[str, Any]:
-        """The default body of a scripted ``http_error``."""
-        ...
-
-    def prompt_too_long_body(self) -> dict[str, Any]:
-        """The body of an ``http_error`` with ``error: prompt_too_long``: the context window
-        overflow in this API's own words."""
-        ...
-
-    def in_band_error_frame(self, error: dict[str, Any] | None, seq: int, model: str) -> bytes:
-        """The frame of a scripted ``in_band_error``."""
-        ...
-
-    def malformed_frame(self, kind: str) -> bytes:
-        """The frame of a scripted ``malformed_event`` (``bad_json`` or ``missing_data``)."""
         ...
 
     def check_request(self, body: Any) -> str | None:

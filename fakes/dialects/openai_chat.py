@@ -19,6 +19,10 @@ __all__ = [
     "frame",
     "json_body",
     "error_body",
+    "http_error_body",
+    "prompt_too_long_body",
+    "malformed_frame",
+    "in_band_error_frame",
     "marks",
     "read_body",
     "read_json",
@@ -154,6 +158,37 @@ def json_body(
 def error_body(message: str, type_: str = "server_error", code: Any = None) -> dict[str, Any]:
     """An OpenAI-shaped error body."""
     return {"error": {"message": message, "type": type_, "code": code}}
+
+
+def http_error_body(status: int) -> dict[str, Any]:
+    """The default body of a scripted ``http_error``."""
+    kind = "rate_limit_error" if status == 429 else "server_error"
+    return error_body(f"simulated error {status}", kind, str(status))
+
+
+def prompt_too_long_body() -> dict[str, Any]:
+    """A context window overflow as chat completions words it (a 400)."""
+    return error_body(
+        "This model's maximum context length is 128000 tokens. However, your messages "
+        "resulted in 131072 tokens. Please reduce the length of the messages.",
+        "invalid_request_error",
+        "context_length_exceeded",
+    )
+
+
+def malformed_frame(kind: str) -> bytes:
+    """``bad_json``: a data line that is not JSON; ``missing_data``: no ``data:`` field."""
+    if kind == "bad_json":
+        return b'data: {"choices": [{"delta": \n\n'
+    return b'{"choices": []}\n\n'
+
+
+def in_band_error_frame(
+    error: dict[str, Any] | None, seq: int = 0, model: str = "fake-model"
+) -> bytes:
+    """An ``{"error": ...}`` chunk inside the stream; ``error`` is the scripted object."""
+    err = error or {"message": "simulated in-band error", "type": "server_error"}
+    return frame(json.dumps({"error": err}))
 
 
 def marks(payloads: list[str]) -> list[tuple[int, ...]]:
