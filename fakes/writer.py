@@ -43,9 +43,24 @@ from fakes.journal import Response as ResponseRecord
 from fakes.response import Plan
 from fakes.session import redact_headers
 
-__all__ = ["FLUSH_LIMIT_S", "BurstResponse", "PlanWriter", "reset_connection", "sleep_until"]
+__all__ = [
+    "FLUSH_LIMIT_S",
+    "RESET_SETTLE_S",
+    "BurstResponse",
+    "PlanWriter",
+    "reset_connection",
+    "sleep_until",
+]
 
 FLUSH_LIMIT_S = 5.0
+# Real seconds between the last body bytes and a cut's RST. A client whose HTTP stack reads the
+# bytes and the reset in one turn of its loop may drop the bytes for the error (a fetch body
+# stream errored discards what it had queued): the agent would never see the events the cut
+# came after, and whether it saw them would depend on how fast the gateway ran (measured:
+# Claude Code 2.1.332 resent a finished stream when the reset followed within a millisecond, and
+# took it as finished when it followed 7 ms later). Real, not scaled: it is the client's loop's
+# time, whatever its clock.
+RESET_SETTLE_S = 0.05
 # The loop's selector sleeps in whole milliseconds, rounded up (epoll): a timer wakes up to 1 ms
 # late. A long wait (a stall, not a pace's gaps, so the loop seldom spins) ends instead with a
 # spin of the loop, each turn serving the other connections, for its last ``SPIN_S``.
@@ -211,6 +226,8 @@ class PlanWriter:
         await self._write(buf, events)
         if ending == "reset":
             await self._flush()  # the bytes before the cut leave before the RST discards them
+            if self.nbytes and not (transport is None or transport.is_closing()):
+                await asyncio.sleep(RESET_SETTLE_S)  # ... and the client reads them first
             self.r["t_end_ns"], self.r["end"] = time.monotonic_ns(), "reset"
             reset_connection(transport)
         else:  # close: the transport flushes what it holds, then closes
