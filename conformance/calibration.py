@@ -137,7 +137,7 @@ def judge(
         why = (
             f"the agent's own time between attempts varies by {spread * 1000:.0f} ms real, "
             f"{spread * speed:.2f} s at x{speed:g}: more than the {SPREAD_LIMIT_S:g} s a wait "
-            "may be judged loose by, so timing is judged in real time"
+            "may be judged loose by: not fit for timing"
         )
         return replace(measured, accepted=True, reason=why)
     return replace(measured, accepted=True, timing_ok=True, reason="accepted")
