@@ -17,6 +17,7 @@ from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.rty import header, seconds, status_of
 from conformance.evidence import Evidence, asked_wait, is_failed, response_of
+from fakes.compaction import message_text
 from fakes.journal import ChatEntry
 
 __all__ = [
@@ -36,17 +37,6 @@ def _messages(entry: ChatEntry) -> list[Any]:
     return (entry.get("body") or {}).get("messages") or []
 
 
-def _all_text(entry: ChatEntry) -> str:
-    out: list[str] = []
-    for m in _messages(entry):
-        c = m.get("content") if isinstance(m, dict) else None
-        if isinstance(c, list):
-            out.extend(str(p.get("text", "")) for p in c if isinstance(p, dict))
-        elif c:
-            out.append(str(c))
-    return "\n".join(out)
-
-
 def _sent(entry: ChatEntry) -> str:
     return response_of(entry).get("sent") or ""
 
@@ -58,7 +48,7 @@ def background(entry: ChatEntry) -> bool:
     return (
         body.get("stream") is False
         and not body.get("tools")
-        and "title" in _all_text(entry).lower()
+        and "title" in message_text(_messages(entry)).lower()
     )
 
 

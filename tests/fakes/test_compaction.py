@@ -61,33 +61,41 @@ def test_each_agents_compaction_request_is_recognised(agent: str) -> None:
     assert is_compaction(AGENTS[agent], PROMPT)
 
 
+SUMMARY_TASK = "Read notes.txt and summarize it."
+CONVERSATION_TASK = "Summarize this conversation for me."
+
+
 @pytest.mark.parametrize(
-    "body",
+    ("body", "prompt"),
     [
         # The conversation itself, with tools, whose system prompt talks of summaries.
-        req(system("You can summarize files. Compact answers."), user(PROMPT), tools=True),
+        (
+            req(system("You can summarize files. Compact answers."), user(PROMPT), tools=True),
+            PROMPT,
+        ),
         # A tool result that says "summary" of the conversation, last, but not the user's.
-        req(
-            user(PROMPT),
-            {"role": "tool", "tool_call_id": "c", "content": "conversation summary"},
-            tools=True,
+        (
+            req(
+                user(PROMPT),
+                {"role": "tool", "tool_call_id": "c", "content": "conversation summary"},
+                tools=True,
+            ),
+            PROMPT,
         ),
         # The user's own task asks for a summary: the prompt is not the agent's compaction.
-        req(user("Read notes.txt and summarize it."), tools=False),
-        req(user("Summarize this conversation for me."), tools=True),
-        req(),
-        "not a body",
+        (req(user(SUMMARY_TASK)), SUMMARY_TASK),
+        (req(user(CONVERSATION_TASK), tools=True), CONVERSATION_TASK),
+        (req(), PROMPT),
+        ("not a body", PROMPT),
     ],
 )
-def test_other_requests_are_not_compaction(body: Any) -> None:
-    prompts = {"Read notes.txt and summarize it.", "Summarize this conversation for me."}
-    prompt = next((p for p in prompts if p in str(body)), PROMPT)
+def test_other_requests_are_not_compaction(body: Any, prompt: str) -> None:
     assert not is_compaction(body, prompt)
 
 
 def test_the_prompt_alone_would_have_been_taken_for_one() -> None:
-    body = req(user("Read notes.txt and summarize it."))
-    assert is_compaction(body) and not is_compaction(body, "Read notes.txt and summarize it.")
+    body = req(user(SUMMARY_TASK))
+    assert is_compaction(body) and not is_compaction(body, SUMMARY_TASK)
 
 
 def test_a_compaction_step_serves_a_compaction_request_that_offers_tools() -> None:
