@@ -474,3 +474,20 @@ def test_pace_writes_each_event_on_its_own_at_its_rate(http_session):
     # the schedule from the headers (a late wake-up catches up), so the bound is from there.
     assert w.t_ns[0] - w.t_headers_ns >= 1 * scale * 1e9 * 0.9
     assert w.t_ns[-1] - w.t_headers_ns >= (1 + (len(BLOCKS) - 1) / 20) * scale * 1e9 * 0.9
+
+
+def test_cut_reset_follows_the_bytes_before_it_by_the_settle(gateway_session, client):
+    # The RST comes 50 ms after the bytes, so a client reads them in a turn of its own
+    # (fakes/writer.py, RESET_SETTLE_S): the gap a client sees is at least that long (a sleep's
+    # lower bound; a little less for the client's own clock reads).
+    s = gateway_session(scenario({"reply": REPLY, "fault": {"cut": {"after_events": 2}}}))
+    last = None
+    with (
+        pytest.raises(httpx.HTTPError),
+        client.stream("POST", s.base_url + "/chat/completions", json=BODY) as r,
+    ):
+        for chunk in r.iter_raw():
+            if chunk:
+                last = time.monotonic()
+    gap = time.monotonic() - last if last is not None else 0.0
+    assert last is not None and gap >= 0.045, gap
