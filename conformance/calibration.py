@@ -20,7 +20,7 @@ measured:
 
 Every speed of the profile is calibrated; the agent then runs at the fastest accepted, and the
 scenarios resting on timing at the fastest whose spread fits, or in real time. With no speed
-accepted, the agent runs in real time, and ``warp_note`` on the adapter says why. The run's
+accepted, the agent runs in real time, and the clock's ``warp_note`` says why. The run's
 results carry what was measured (``clock`` in each scenario entry).
 """
 
@@ -28,11 +28,12 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
+from conformance.adapters.interface import Adapter, FastClock
 from conformance.adapters.warp import SPREAD_LIMIT_S
 from conformance.runner import run_scenario
-from fakes import Scenario
+from fakes import GatewayHandle, Scenario
 
 __all__ = ["ASKED_S", "SCENARIO", "SPEED_BOUND", "SPREAD_LIMIT_S", "Calibration", "calibrate"]
 
@@ -53,20 +54,6 @@ SCENARIO: dict[str, Any] = {
         {"reply": {"text": "Hello.", "finish_reason": "stop"}},
     ],
 }
-
-
-class Warpable(Protocol):
-    """An adapter that can put its agent on a fast clock (``ShippedAdapter``)."""
-
-    name: str
-
-    def warp_speeds(self) -> list[float]: ...
-
-    def try_speed(self, speed: float | None) -> None: ...
-
-    def use_clock(
-        self, speed: float | None, timing_speed: float | None, calibrations: dict, note: str
-    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -166,39 +153,47 @@ def _waits(entry: dict[str, Any]) -> list[float]:
 
 
 def _measure(
-    gateway: Any, adapter: Warpable, scenario: Scenario, dialect: str, speed: float
+    gateway: GatewayHandle,
+    adapter: Adapter,
+    clock: FastClock,
+    scenario: Scenario,
+    dialect: str,
+    speed: float,
 ) -> Calibration:
     """One calibration run at ``speed``."""
-    adapter.try_speed(speed)
-    entry, _ = run_scenario(gateway, adapter, scenario, dialect=dialect)  # type: ignore[arg-type]
+    clock.try_speed(speed)
+    entry, _ = run_scenario(gateway, adapter, scenario, dialect=dialect)
     if entry["status"] != "ran":
         why = f"the calibration run ended {entry['status']}: {entry.get('error') or ''}"
         return Calibration(speed, reason=why.strip())
     return judge(speed, _waits(entry), _announced(entry))
 
 
-def calibrate(gateway: Any, adapter: Warpable, dialect: str) -> dict[float, Calibration]:
-    """Calibrate every speed of the adapter; put it on the fastest accepted (for scenarios
-    resting on timing: the fastest whose spread fits, else real time). Returns the accepted
-    calibrations by speed."""
+def calibrate(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> dict[float, Calibration]:
+    """Calibrate every speed of the adapter's fast clock; put it on the fastest accepted (for
+    scenarios resting on timing: the fastest whose spread fits, else real time). Returns the
+    accepted calibrations by speed ({} for an agent on no fast clock)."""
+    clock = adapter.fast_clock
+    if clock is None:
+        return {}
     scenario = Scenario.from_dict(SCENARIO, source="<clock calibration>")
     accepted: dict[float, Calibration] = {}
     notes = []
-    speeds = adapter.warp_speeds()
+    speeds = clock.warp_speeds()
     try:
         for speed in speeds:
-            cal = _measure(gateway, adapter, scenario, dialect, speed)
+            cal = _measure(gateway, adapter, clock, scenario, dialect, speed)
             if cal.accepted and not cal.timing_ok:
                 # Four waits, all processes of the run starting at once: one hiccup decides the
                 # spread. Measured once more; the steadier of the two is kept.
-                again = _measure(gateway, adapter, scenario, dialect, speed)
+                again = _measure(gateway, adapter, clock, scenario, dialect, speed)
                 if again.accepted and again.spread_s < cal.spread_s:
                     cal = again
             if cal.accepted:
                 accepted[speed] = cal
             notes.append(f"x{speed:g}: {cal.reason}")
     finally:
-        adapter.try_speed(None)
+        clock.try_speed(None)
     if not speeds:
         return accepted
     fast = max(accepted, default=None)
@@ -206,7 +201,7 @@ def calibrate(gateway: Any, adapter: Warpable, dialect: str) -> dict[float, Cali
     capped = timing is None and fast is not None
     if capped:
         # No speed steady enough: timing on the slowest accepted, its slack widened by no more
-        # than SPREAD_LIMIT_S (ShippedAdapter.overhead); a failure there is confirmed on a rerun
+        # than SPREAD_LIMIT_S (FastClock.overhead); a failure there is confirmed on a rerun
         # (conformance.verify.judged).
         timing = min(accepted)
     if fast is None:
@@ -222,5 +217,5 @@ def calibrate(gateway: Any, adapter: Warpable, dialect: str) -> dict[float, Cali
             + "; ".join(notes)
             + ")"
         )
-    adapter.use_clock(fast, timing, accepted, note)
+    clock.use_clock(fast, timing, accepted, note)
     return accepted

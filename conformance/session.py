@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from conformance.adapters.interface import Adapter
 from conformance.errors import ConformanceError
 from conformance.expectations import (
     Comparison,
@@ -45,18 +46,18 @@ from conformance.expectations import (
 from conformance.options import DEFAULT_EXPECTATIONS, RunSettings
 from conformance.runner import (
     DEFAULT_TIME_SCALE,
+    RunConfig,
     agent_results,
     progress_line,
     rerun_command,
     results_document,
-    run_scenario,
+    run_checked,
     run_suite,
 )
 from conformance.timing import DEFAULT_TIMING, Timing, measure, run_timing
-from conformance.verify import judged
 
 if TYPE_CHECKING:
-    from fakes import Scenario
+    from fakes import GatewayHandle, Scenario
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -86,7 +87,7 @@ class RunInputError(ConformanceError):
 class AgentUnderTest:
     label: str  # its name in the results: the adapter's, numbered when the same agent runs twice
     spec: str  # as the command line gave it (a rerun line names it so)
-    adapter: Any  # conformance.adapters.Adapter
+    adapter: Adapter
 
 
 class ScenarioRun(TypedDict):
@@ -169,7 +170,7 @@ class RunSession:
         self._runs: list[ScenarioRun] = []
         self._agent_results: list[dict] | None = None  # from run_in_process
         self._stack = contextlib.ExitStack()
-        self._gateway: Any = None
+        self._gateway: GatewayHandle | None = None
         self.process = "main"  # which of the run's processes this is (the xdist worker's id)
         self.timing: Timing = DEFAULT_TIMING  # this process's, once its gateway started
         self._calibrations: dict[str, dict] = {}  # every process's, by process
@@ -233,7 +234,7 @@ class RunSession:
 
     # --- running -------------------------------------------------------------------------------
 
-    def gateway(self) -> Any:
+    def gateway(self) -> GatewayHandle:
         """This process's fake gateway, in a process of its own, started on first use (and the
         machine's timing calibrated then: ``conformance.timing``) and stopped by :meth:`close`."""
         if self._gateway is None:
@@ -245,16 +246,16 @@ class RunSession:
             self._gateway = gateway
         return self._gateway
 
-    def ready(self, adapter: Any) -> None:
+    def ready(self, adapter: Adapter) -> None:
         """Before an agent's first scenario in this process: calibrate its fast clock when it
         asks for one (conformance.calibration), under this run's own parallelism."""
-        needs = getattr(adapter, "needs_calibration", None)
-        if callable(needs) and needs():
+        clock = adapter.fast_clock
+        if clock is not None and clock.needs_calibration():
             from conformance.calibration import calibrate
 
             calibrate(self.gateway(), adapter, self.settings.dialect)
             if self.settings.progress:
-                _say(f"[clock] {adapter.name}: {adapter.warp_note}")
+                _say(f"[clock] {adapter.name}: {clock.warp_note}")
 
     def close(self) -> None:
         self._gateway = None
@@ -297,27 +298,30 @@ class RunSession:
         self._agent_results = agents
         return stop.is_set()
 
-    def run_scenario(self, label: str, scenario: Any, *, index: int) -> ScenarioRun:
+    def config(self) -> RunConfig:
+        """How this process runs and judges every scenario (its timing once calibrated)."""
+        return RunConfig(
+            time_scale=self.time_scale,
+            dialect=self.settings.dialect,
+            tool_transport=self.settings.tool_transport,
+            timing=self.timing,
+            verify=self.verify,
+        )
+
+    def run_scenario(self, label: str, scenario: Scenario, *, index: int) -> ScenarioRun:
         """Run one scenario with the agent ``label`` (a pytest item's run)."""
         agent = self.agent(label)
         dialect, transport = self.settings.dialect, self.settings.tool_transport
         self.ready(agent.adapter)
         gateway = self.gateway()
 
-        def once(confirm: bool) -> tuple[dict, dict[str, dict]]:
-            return run_scenario(
-                gateway,
-                agent.adapter,
-                scenario,
-                time_scale=self.time_scale,
-                rerun=rerun_command(scenario, agent.spec, dialect, transport),
-                dialect=dialect,
-                tool_transport=transport,
-                timing=self.timing,
-                confirm=confirm,
-            )
-
-        entry, verdicts = judged(once, self.verify)
+        entry, verdicts = run_checked(
+            gateway,
+            agent.adapter,
+            scenario,
+            self.config(),
+            rerun_command(scenario, agent.spec, dialect, transport),
+        )
         return {
             "agent": label,
             "adapter": agent.adapter.name,
@@ -368,6 +372,7 @@ class RunSession:
                         runs[0]["adapter"],
                         runs[0]["capabilities"],
                         [(r["entry"], r["verdicts"]) for r in runs],
+                        traits=agent.adapter.traits,
                     )
                 )
         return agents

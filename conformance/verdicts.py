@@ -3,19 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Literal, get_args
 
 from conformance.catalogue import Criterion
 from conformance.checks.finding import Finding
 
-__all__ = ["VERDICTS", "SEVERITY", "verdict_for", "aggregate"]
+__all__ = ["VERDICTS", "SEVERITY", "Verdict", "verdict_for", "aggregate"]
 
-VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT")
+Verdict = Literal["PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 # Worst first: the aggregate of a criterion is the worst verdict among its scenarios.
-SEVERITY = ("FAIL", "NON-STRICT", "ERROR", "TIMEOUT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
+SEVERITY: tuple[Verdict, ...] = (
+    "FAIL",
+    "NON-STRICT",
+    "ERROR",
+    "TIMEOUT",
+    "PASS",
+    "INFORMATIONAL",
+    "UNSUPPORTED",
+)
 
 
-def verdict_for(criterion: Criterion, finding: Finding) -> str:
+def verdict_for(criterion: Criterion, finding: Finding) -> Verdict:
     """The verdict one finding earns for one criterion (level decides what a failure is)."""
     outcome = finding.outcome
     if outcome == "pass":
@@ -30,7 +40,7 @@ def verdict_for(criterion: Criterion, finding: Finding) -> str:
     raise ValueError(f"unknown finding outcome {outcome!r} for {criterion.id}")
 
 
-def aggregate(verdicts: Iterable[str]) -> str:
+def aggregate(verdicts: Iterable[str]) -> Verdict:
     """The worst verdict (FAIL > NON-STRICT > ERROR > TIMEOUT > PASS > INFORMATIONAL >
     UNSUPPORTED); UNSUPPORTED when there is none."""
     items = list(verdicts)
@@ -39,4 +49,4 @@ def aggregate(verdicts: Iterable[str]) -> str:
             raise ValueError(f"unknown verdict {v!r}")
     if not items:
         return "UNSUPPORTED"
-    return min(items, key=SEVERITY.index)
+    return min((v for v in SEVERITY if v in items), key=SEVERITY.index)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.adapters.interface import AdapterBase, AgentTraits
 from conformance.adapters.reference import ReferenceAdapter
 from conformance.catalogue import by_id
 from conformance.cli import main
@@ -267,7 +268,7 @@ def test_results_record_the_command_that_ran(tmp_path):
     )
 
 
-class _RecordingAdapter:
+class _RecordingAdapter(AdapterBase):
     """An agent that ends its turn at once and remembers the request it was given."""
 
     name = "recorder"
@@ -382,16 +383,16 @@ def test_an_agent_without_the_dialect_capability_is_unsupported(gateway):
 def test_a_criterion_limited_to_other_dialects_is_informational(gateway, monkeypatch):
     import dataclasses
 
-    from conformance import runner
+    from conformance.run import judge
 
-    real = runner.by_id
+    real = judge.by_id
 
     def limited(cid):
         # As the catalogue marks a criterion that applies only in some dialects.
         crit = real(cid)
         return dataclasses.replace(crit, dialects=("openai_chat",)) if cid == "STR-09" else crit
 
-    monkeypatch.setattr(runner, "by_id", limited)
+    monkeypatch.setattr(judge, "by_id", limited)
     sc = load_scenario(CRITERIA / "str" / "str-09-healthy-stream.yaml")
     _, verdicts = run_scenario(gateway, ReferenceAdapter(), sc, dialect="openai_responses")
     assert verdicts["STR-09"]["verdict"] == "INFORMATIONAL"
@@ -435,10 +436,7 @@ class _Untold(ReferenceAdapter):
 
     def __init__(self, *keys: str) -> None:
         super().__init__()
-        self.keys = set(keys)
-
-    def config_ignored(self) -> set[str]:
-        return self.keys
+        self.traits = AgentTraits(config_ignored=frozenset(keys))
 
 
 def test_a_criterion_judged_against_config_the_agent_cannot_be_given_is_unsupported(gateway):
@@ -460,8 +458,7 @@ def test_a_scenario_whose_history_the_agent_cannot_be_given_is_unsupported(gatew
     # A CLI run as it ships starts a new conversation: a history check would judge a setup it
     # never had (an unpaired call it never saw, passed or failed for nothing).
     class Fresh(ReferenceAdapter):
-        def takes_history(self) -> bool:
-            return False
+        traits = AgentTraits(takes_history=False)
 
     sc = load_scenario(CRITERIA / "ctx" / "ctx-03-one-of-two-unanswered.yaml")
     entry, verdicts = run_scenario(gateway, Fresh(), sc)

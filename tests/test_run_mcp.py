@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conformance.adapters.base import RunOutcome
+from conformance.adapters.interface import AdapterBase
 from conformance.adapters.reference import ReferenceAdapter
 from conformance.cli import main
 from conformance.reference import Behaviours
@@ -29,7 +30,7 @@ def gateway():
         yield gw
 
 
-class _Recorder:
+class _Recorder(AdapterBase):
     """An agent that ends its turn at once and keeps the start message."""
 
     name = "recorder"

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from conformance.adapters.base import RunOutcome
+from conformance.adapters.interface import AdapterBase
 from conformance.runner import run_scenario
 from fakes import Gateway, Scenario, load_scenario
 
@@ -25,7 +26,7 @@ def gateway():
         yield gw
 
 
-class _Scripted:
+class _Scripted(AdapterBase):
     """Sends ``requests`` (bodies) one after another, then reports ``status``."""
 
     name = "scripted"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.adapters.interface import AdapterBase
 from conformance.cli import build_parser
 from conformance.expectations import load_expectations
 from conformance.options import (
@@ -116,7 +117,7 @@ def test_a_missing_scenario_path_is_bad_input(tmp_path):
 # --- finishing a run: record -> finish -> gate ----------------------------------------------
 
 
-class _Agent:
+class _Agent(AdapterBase):
     name = "agent-x"
 
     def capabilities(self) -> set[str]:

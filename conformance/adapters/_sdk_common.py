@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from conformance.adapters.interface import RunOutcome, RunRequest, redact
+from conformance.adapters.interface import RunOutcome, RunRequest, as_status, redact
 
 __all__ = [
     "DEFAULT_TOOL_TIMEOUT_S",
@@ -247,7 +247,7 @@ def run_turn(
         status, error = "ran", None
     key = req.api_key
     return RunOutcome(
-        status=status,
+        status=as_status(status),
         events=snapshot,
         hello=snapshot[0],
         log=redact(state["log"], key),

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import IO
 
-from conformance.adapters.interface import RunOutcome, RunRequest, redact
+from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest, as_status, redact
 
 __all__ = ["EXIT_UNSUPPORTED", "HELLO_FIRST", "CommandAdapter", "kill_group"]
 
@@ -119,7 +119,7 @@ class _Reader:
             t.join(max(0.0, end - time.monotonic()))
 
 
-class CommandAdapter:
+class CommandAdapter(AdapterBase):
     """Drive the command `command` (a shell-like string, split with shlex) as an agent."""
 
     def __init__(
@@ -304,7 +304,7 @@ class CommandAdapter:
                 error = f"no hello line: {error}"
             error += f". The agent wrote: {reader.heads()}"
         return RunOutcome(
-            status=status,
+            status=as_status(status),
             events=events,
             hello=hello,
             log=reader.log(),

@@ -11,12 +11,17 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, cast
 
 __all__ = [
     "REDACTED",
     "STATUSES",
     "Adapter",
+    "AdapterBase",
+    "as_status",
+    "AgentTraits",
+    "DEFAULT_TRAITS",
+    "FastClock",
     "RunOutcome",
     "RunRequest",
     "redact",
@@ -26,6 +31,14 @@ __all__ = [
 
 REDACTED = "[REDACTED]"
 STATUSES = ("ran", "error", "timeout", "unsupported")
+Status = Literal["ran", "error", "timeout", "unsupported"]
+
+
+def as_status(value: str) -> Status:
+    """``value`` as a run status; ValueError for anything else (an adapter's own bug)."""
+    if value not in STATUSES:
+        raise ValueError(f"unknown run status {value!r}; known: {', '.join(STATUSES)}")
+    return cast(Status, value)
 
 
 @dataclass
@@ -50,7 +63,7 @@ class RunOutcome:
     """What one run produced, as the agent wrote it: the runner judges DBG-02 on it, then
     redacts the run's secret from everything it keeps."""
 
-    status: str  # "ran" | "error" | "timeout" | "unsupported"
+    status: Status
     events: list[dict]  # each with "t_ns" (time.monotonic_ns() on arrival)
     hello: dict | None
     log: str  # the agent's stderr / log, capped in size (not redacted)
@@ -59,6 +72,50 @@ class RunOutcome:
     # turn_end, the harness neither stopping nor killing it. ERR-05 ("never crash") is then a
     # FAIL, not an ERROR of the run.
     crashed: bool = False
+    # What the loopback guard saw the agent try to reach beyond loopback (None: not guarded).
+    outside_attempts: list[dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class AgentTraits:
+    """What an adapter says of its agent beyond its capabilities; the defaults are those of an
+    agent driven through the adapter protocol, which is given everything a scenario sets."""
+
+    # False: the agent starts a new conversation (a CLI run as it ships), so a scenario's
+    # ``history`` cannot be given to it.
+    takes_history: bool = True
+    # Keys of a scenario's ``config`` that reach no setting of the agent (its profile says so).
+    config_ignored: frozenset[str] = frozenset()
+
+
+DEFAULT_TRAITS = AgentTraits()
+
+
+class FastClock(Protocol):
+    """An agent put on a fast clock by its adapter (``conformance.adapters.warp``): calibrated
+    by ``conformance.calibration`` before its first scenario in a process."""
+
+    warp_note: str  # the clock it runs on, and why
+
+    def needs_calibration(self) -> bool: ...
+
+    def warp_speeds(self) -> list[float]: ...
+
+    def try_speed(self, speed: float | None) -> None: ...
+
+    def use_clock(
+        self,
+        speed: float | None,
+        timing_speed: float | None,
+        calibrations: dict[float, Any],
+        note: str,
+    ) -> None: ...
+
+    def fixed_time_scale(self, timing: bool = False, confirm: bool = False) -> float | None: ...
+
+    def overhead(self, time_scale: float = 1.0) -> tuple[float, float]: ...
+
+    def clock_info(self, time_scale: float = 1.0) -> dict[str, Any] | None: ...
 
 
 class Adapter(Protocol):
@@ -66,9 +123,28 @@ class Adapter(Protocol):
 
     name: str
 
+    @property
+    def traits(self) -> AgentTraits: ...
+
+    @property
+    def fast_clock(self) -> FastClock | None:
+        """None: the agent runs on the run's clock."""
+        ...
+
     def capabilities(self) -> set[str]: ...
 
     def run(self, req: RunRequest) -> RunOutcome: ...
+
+
+class AdapterBase:
+    """The defaults of :class:`Adapter`'s traits: an adapter class inherits them and overrides
+    what differs for its agent."""
+
+    traits: AgentTraits = DEFAULT_TRAITS
+
+    @property
+    def fast_clock(self) -> FastClock | None:
+        return None
 
 
 def run_time_scale(
@@ -78,8 +154,8 @@ def run_time_scale(
     clock: ``fixed_time_scale(timing, confirm)``, where ``timing`` says the scenario's verdicts
     rest on measured waits and ``confirm`` asks for the clock that confirms a failed timing
     verdict), else ``asked`` when it declares ``time_scale``, else real time."""
-    fixed = getattr(adapter, "fixed_time_scale", None)
-    scale = fixed(timing, confirm) if callable(fixed) else None
+    clock = adapter.fast_clock
+    scale = clock.fixed_time_scale(timing, confirm) if clock is not None else None
     if scale is not None:
         return float(scale)
     return asked if "time_scale" in adapter.capabilities() else 1.0

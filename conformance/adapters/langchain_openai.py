@@ -19,7 +19,7 @@ import os
 from typing import Any
 
 from conformance.adapters._sdk_common import TurnContext, error_event, openai_tools, run_turn
-from conformance.adapters.interface import RunOutcome, RunRequest
+from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "LangChainOpenAIAdapter"]
 
@@ -27,7 +27,7 @@ CAPABILITIES = ("tools", "should_retry_header")  # the openai client obeys x-sho
 _MAX_STEPS = 20  # bounds the tool loop of this minimal agent
 
 
-class LangChainOpenAIAdapter:
+class LangChainOpenAIAdapter(AdapterBase):
     name = "langchain-openai"
 
     def __init__(self) -> None:

@@ -21,7 +21,7 @@ import os
 from typing import Any
 
 from conformance.adapters._sdk_common import TurnContext, error_event, openai_tools, run_turn
-from conformance.adapters.interface import RunOutcome, RunRequest
+from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "OFFLINE_ENV", "LiteLLMAdapter"]
 
@@ -40,7 +40,7 @@ def _litellm() -> Any:
     return litellm
 
 
-class LiteLLMAdapter:
+class LiteLLMAdapter(AdapterBase):
     name = "litellm"
 
     def __init__(self) -> None:

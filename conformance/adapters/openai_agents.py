@@ -27,14 +27,14 @@ from conformance.adapters._sdk_common import (
     run_async,
     run_turn,
 )
-from conformance.adapters.interface import RunOutcome, RunRequest
+from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "OpenAIAgentsAdapter"]
 
 CAPABILITIES = ("tools", "should_retry_header")  # the openai client obeys x-should-retry
 
 
-class OpenAIAgentsAdapter:
+class OpenAIAgentsAdapter(AdapterBase):
     name = "openai-agents"
 
     def __init__(self) -> None:

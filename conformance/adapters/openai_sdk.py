@@ -20,7 +20,7 @@ from typing import Any
 import openai
 
 from conformance.adapters._sdk_common import TurnContext, error_event, openai_tools, run_turn
-from conformance.adapters.interface import RunOutcome, RunRequest
+from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "OpenAISDKAdapter"]
 
@@ -40,7 +40,7 @@ def make_client(req: RunRequest) -> openai.OpenAI:
     return openai.OpenAI(base_url=req.base_url, api_key=req.api_key)
 
 
-class OpenAISDKAdapter:
+class OpenAISDKAdapter(AdapterBase):
     """A minimal chat-completions tool loop on the official SDK."""
 
     name = "openai-sdk"

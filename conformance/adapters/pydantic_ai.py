@@ -24,14 +24,14 @@ from conformance.adapters._sdk_common import (
     run_async,
     run_turn,
 )
-from conformance.adapters.interface import RunOutcome, RunRequest
+from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest
 
 __all__ = ["CAPABILITIES", "PydanticAIAdapter"]
 
 CAPABILITIES = ("tools", "should_retry_header")  # the openai client obeys x-should-retry
 
 
-class PydanticAIAdapter:
+class PydanticAIAdapter(AdapterBase):
     name = "pydantic-ai"
 
     def __init__(self) -> None:

@@ -18,7 +18,7 @@ import threading
 import time
 import traceback
 
-from conformance.adapters.interface import RunOutcome, RunRequest
+from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest
 from conformance.reference import HELLO, Behaviours, run_protocol
 
 __all__ = ["ReferenceAdapter"]
@@ -26,7 +26,7 @@ __all__ = ["ReferenceAdapter"]
 _JOIN_SLACK_S = 2.0  # extra time for the loop to unwind after the in-loop deadline fired
 
 
-class ReferenceAdapter:
+class ReferenceAdapter(AdapterBase):
     """The reference agent; pass altered `behaviours` to build deliberately broken copies."""
 
     def __init__(self, behaviours: Behaviours | None = None, *, name: str = "reference") -> None:

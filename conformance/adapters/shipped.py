@@ -20,9 +20,10 @@ Removals, hidden (meta) messages and retries the agent does not print cannot be 
 profile's capabilities leave them out, so their criteria are UNSUPPORTED rather than guessed.
 Features the agent has but our protocol cannot reach (a user's abort, a fallback model, a stop
 hook...) are driven from outside where the profile says how (``drive``: a signal, arguments,
-environment, files), each earning its capability; ``hello["driven"]`` records how. Outside connection attempts logged by the guard are kept on the adapter
-(``last_outside_attempts``) and written into the scenario's ``agent_log``; see
-``outside_attempts`` for the certification hook.
+environment, files), each earning its capability; ``hello["driven"]`` records how. Outside
+connection attempts logged by the guard travel in the run's outcome
+(``RunOutcome.outside_attempts``) and are written into the scenario's ``agent_log``; the
+adapter's ``outside_attempts`` keeps every one of its lifetime for the certification hook.
 """
 
 from __future__ import annotations
@@ -40,7 +41,15 @@ from pathlib import Path
 from typing import Any
 
 from conformance.adapters.command import kill_group
-from conformance.adapters.interface import RunOutcome, RunRequest, redact
+from conformance.adapters.interface import (
+    AdapterBase,
+    AgentTraits,
+    FastClock,
+    RunOutcome,
+    RunRequest,
+    as_status,
+    redact,
+)
 from conformance.adapters.shipped_parsers import error_event
 from conformance.adapters.shipped_parsers import parse as parse_output
 from conformance.adapters.shipped_profile import (
@@ -100,7 +109,7 @@ def _drain(pipe, sink: bytearray, cap: int) -> None:
         return
 
 
-class ShippedAdapter:
+class ShippedAdapter(AdapterBase):
     """Run an agent's own headless CLI per its profile; see the module docstring."""
 
     def __init__(
@@ -115,7 +124,10 @@ class ShippedAdapter:
         self.name = f"shipped:{self.profile.name}"
         self.use_netns = use_netns
         self._bin = bin_path  # tests point this at a fake agent
-        self.last_outside_attempts: list[dict] = []
+        # Run as it ships: a new conversation (no history), and only the config its profile maps.
+        self.traits = AgentTraits(
+            takes_history=False, config_ignored=frozenset(self.profile.config_ignored)
+        )
         self.last_guard: dict[str, Any] = {}
         self.last_pgid: int | None = None
         self.outside_attempts: list[dict] = []  # every attempt of this adapter's lifetime
@@ -138,6 +150,11 @@ class ShippedAdapter:
         self.clock: Clock | None = None  # set by warp_speeds once the preload can be had
         self.warp_note = "real time"
         self._calibrated = not self._speeds
+
+    @property
+    def fast_clock(self) -> FastClock | None:
+        """This adapter, when its profile (or the caller) asks for a fast clock."""
+        return self if self._speeds else None
 
     # --- the fast clock (conformance.adapters.warp, conformance.calibration) -------------------
 
@@ -220,15 +237,6 @@ class ShippedAdapter:
             caps.add(f"dialect:{self.profile.dialect}")
         return caps
 
-    def takes_history(self) -> bool:
-        """False: the agent is run as it ships, on a new conversation; a scenario's history
-        (messages before the prompt) cannot be given to it."""
-        return False
-
-    def config_ignored(self) -> set[str]:
-        """Keys of a scenario's ``config`` this agent cannot be given (its profile says which)."""
-        return set(self.profile.config_ignored)
-
     def _resolve_bin(self) -> str:
         if self._bin:
             return self._bin
@@ -293,9 +301,15 @@ class ShippedAdapter:
                 target.symlink_to(render(spec["link"], values))
 
     def run(self, req: RunRequest) -> RunOutcome:
-        key = req.api_key
         with self._lock:
-            self.last_outside_attempts, self.last_guard = [], {}
+            self.last_guard = {}
+        outcome = self._start(req)
+        if outcome.outside_attempts is None:
+            outcome.outside_attempts = []  # the agent was not started: nothing tried to leave
+        return outcome
+
+    def _start(self, req: RunRequest) -> RunOutcome:
+        key = req.api_key
         hello = {
             "type": "hello",
             "agent": self.profile.package,
@@ -462,7 +476,6 @@ class ShippedAdapter:
         finally:
             guard.close()
         with self._lock:
-            self.last_outside_attempts = attempts
             self.last_guard = guard_info
             self.outside_attempts.extend(attempts)
         log = (
@@ -477,11 +490,12 @@ class ShippedAdapter:
             + err.decode("utf-8", errors="replace")
         )
         return RunOutcome(
-            status=status,
+            status=as_status(status),
             events=events,
             hello=hello,
             log=log,
             error=redact(error, key) if error else None,
+            outside_attempts=attempts,
         )
 
 

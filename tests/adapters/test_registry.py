@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conformance.adapters import MissingExtra, agent_names, make_adapter, sdk_agents
+from conformance.adapters.interface import AdapterBase
 from conformance.adapters.registry import BUILTIN, DISTRIBUTION, GROUP, agents_help
 from conformance.adapters.shipped import which_profiles
 
@@ -88,7 +89,7 @@ def test_the_help_and_an_unknown_spec_name_every_sdk_agent() -> None:
         assert f"'{name}'" in agents_help()
 
 
-class ToyAdapter:
+class ToyAdapter(AdapterBase):
     """An adapter another distribution could register."""
 
     name = "toy"

@@ -426,7 +426,7 @@ def _run_mcp(gateway, ad, scenario: dict):
 
 def test_tool_timeout_carried_to_an_agent_that_honours_it(tmp_path, gateway):
     ad = _fake(tmp_path, "HONOURS = True\n" + CALL_OVER_MCP)
-    assert "tool_timeout_s" not in ad.config_ignored()
+    assert "tool_timeout_s" not in ad.traits.config_ignored
     entry, verdicts = _run_mcp(gateway, ad, TOOL_TIMEOUT)
     assert _hello(entry)["config_carried"] == {"tool_timeout_s": "environment MCP_TOOL_TIMEOUT"}
     assert verdicts["TOL-04"]["verdict"] == "PASS", verdicts["TOL-04"]
