@@ -4,4 +4,4 @@ from conformance.errors import ConformanceError
 
 __all__ = ["ConformanceError", "__version__"]
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

@@ -90,6 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     fz.add_argument("rest", nargs=argparse.REMAINDER)
+
+    sub.add_parser(
+        "rejudge",
+        help="derive saved results' verdicts again from their evidence, running no agent",
+        description="See `conformance rejudge --help`.",
+        add_help=False,
+    ).add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -232,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
         return probe_main(words[1:])
     if words[:1] == ["report"]:
         return _cmd_report(words[1:])
+    if words[:1] == ["rejudge"]:
+        from conformance.rejudge import main as rejudge_main
+
+        return rejudge_main(words[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "list":

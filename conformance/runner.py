@@ -35,6 +35,7 @@ from conformance.adapters.interface import (
     DEFAULT_TRAITS,
     Adapter,
     AgentTraits,
+    key_marker,
     redact,
     redact_obj,
     run_time_scale,
@@ -42,6 +43,7 @@ from conformance.adapters.interface import (
 from conformance.catalogue import CATALOGUE, by_id
 from conformance.checks.waits import retry_waits
 from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
+from conformance.release import CATALOGUE_VERSION, rules_sha256
 from conformance.run.drive import Drive, drive, not_driven
 from conformance.run.gate import (
     DEFAULT_DIALECT,
@@ -116,13 +118,14 @@ def _allowances(adapter: Adapter, scale: float, timing: Timing) -> Allowances:
 
 
 def _verdicts(rulings: dict[str, Ruling], scenario_id: str, api_key: str) -> dict[str, dict]:
+    mark = key_marker(api_key) if api_key else ""
     out: dict[str, dict] = {}
     for cid, r in rulings.items():
         out[cid] = {
             "id": scenario_id,
             "verdict": r.verdict,
-            "expected": redact(r.expected, api_key),
-            "observed": redact(r.observed, api_key),
+            "expected": redact(r.expected, api_key, mark),
+            "observed": redact(r.observed, api_key, mark),
         }
         if r.partial:
             out[cid]["partial"] = True
@@ -196,7 +199,8 @@ def _entry(
         entry["clock"] = info
     # Agents under the loopback guard (shipped:<profile>) report what tried to leave.
     if admission.runs and record.outside_attempts is not None:
-        entry["outside_attempts"] = redact_obj(record.outside_attempts, record.api_key)
+        mark = key_marker(record.api_key)
+        entry["outside_attempts"] = redact_obj(record.outside_attempts, record.api_key, mark)
     return entry
 
 
@@ -351,6 +355,9 @@ def results_document(
             "interrupted": interrupted,
             "command": command,
             "harness_version": __version__,
+            # The rules that judged it (conformance.release): never compared across releases.
+            "catalogue_version": CATALOGUE_VERSION,
+            "catalogue_sha256": rules_sha256(),
             "dialect": dialect,
             "tool_transport": tool_transport,
             **({"timing": timing} if timing is not None else {}),

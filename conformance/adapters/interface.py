@@ -7,6 +7,7 @@ through it.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ __all__ = [
     "Adapter",
     "AdapterBase",
     "as_status",
+    "key_marker",
     "AgentTraits",
     "DEFAULT_TRAITS",
     "FastClock",
@@ -161,21 +163,31 @@ def run_time_scale(
     return asked if "time_scale" in adapter.capabilities() else 1.0
 
 
-def redact(text: str, secret: str | None) -> str:
-    """Replace every occurrence of `secret` in `text` by [REDACTED]."""
+def key_marker(secret: str) -> str:
+    """What a run's key becomes in what the harness keeps: ``[REDACTED:`` and 8 hex digits of
+    its sha256, so that a saved record tells the key's places apart from an agent's own
+    ``[REDACTED]`` (``conformance rejudge`` looks for the marker as DBG-02 looked for the key).
+    32 bits of the digest of a 128-bit random key give nothing of the key away."""
+    return f"[REDACTED:{hashlib.sha256(secret.encode()).hexdigest()[:8]}]"
+
+
+def redact(text: str, secret: str | None, marker: str = REDACTED) -> str:
+    """Replace every occurrence of `secret` in `text` by ``marker`` ([REDACTED])."""
     if not secret or not isinstance(text, str):
         return text
-    return text.replace(secret, REDACTED)
+    return text.replace(secret, marker)
 
 
-def redact_obj(obj: Any, secret: str | None) -> Any:
+def redact_obj(obj: Any, secret: str | None, marker: str = REDACTED) -> Any:
     """Redact every string (keys included) inside a JSON-like value."""
     if not secret:
         return obj
     if isinstance(obj, str):
-        return redact(obj, secret)
+        return redact(obj, secret, marker)
     if isinstance(obj, dict):
-        return {redact_obj(k, secret): redact_obj(v, secret) for k, v in obj.items()}
+        return {
+            redact_obj(k, secret, marker): redact_obj(v, secret, marker) for k, v in obj.items()
+        }
     if isinstance(obj, list):
-        return [redact_obj(v, secret) for v in obj]
+        return [redact_obj(v, secret, marker) for v in obj]
     return obj

@@ -16,7 +16,7 @@ import hashlib
 import json
 from typing import Any, cast
 
-from conformance.adapters.interface import REDACTED, Status, redact, redact_obj
+from conformance.adapters.interface import REDACTED, Status, key_marker, redact, redact_obj
 from conformance.run.drive import Drive
 from conformance.run.judge import Allowances
 from conformance.timing import DEFAULT_TIMING, Timing
@@ -54,18 +54,19 @@ def judged_with(drive: Drive, allowances: Allowances) -> dict[str, Any]:
 def recorded(raw_scenario: dict[str, Any], drive: Drive, allowances: Allowances) -> dict[str, Any]:
     """The evidence fields of a results entry for ``drive``, redacted, with their digest."""
     key = drive.api_key
+    mark = key_marker(key) if key else REDACTED
     fields: dict[str, Any] = {
         "scenario": raw_scenario,
         "status": drive.status,
-        "error": redact(drive.error, key) if drive.error else None,
+        "error": redact(drive.error, key, mark) if drive.error else None,
         "crashed": drive.crashed,
         # Adapters hand over what the agent really wrote (DBG-02 is judged on it); nothing of it
         # leaves the runner unredacted.
-        "journal": redact_obj(drive.journal, key),
-        "events": redact_obj(drive.events, key),
-        "agent_log": redact(drive.agent_log, key),
-        "debug_files": redact_obj(drive.debug_files, key),
-        "judged_with": judged_with(drive, allowances),
+        "journal": redact_obj(drive.journal, key, mark),
+        "events": redact_obj(drive.events, key, mark),
+        "agent_log": redact(drive.agent_log, key, mark),
+        "debug_files": redact_obj(drive.debug_files, key, mark),
+        "judged_with": {**judged_with(drive, allowances), "key_marker": mark if key else None},
     }
     fields["evidence_sha256"] = evidence_digest(fields)
     return fields
@@ -79,8 +80,8 @@ def evidence_digest(entry: dict[str, Any]) -> str:
 
 
 def drive_of(entry: dict[str, Any]) -> tuple[Drive, Allowances]:
-    """The drive record and allowances a saved entry was judged on (its secret redacted: the
-    judge is then handed ``[REDACTED]`` as the secret to look for)."""
+    """The drive record and allowances a saved entry was judged on. Its key is the entry's key
+    marker (``key_marker``): the judge is handed that as the secret DBG-02 looks for."""
     used = entry.get("judged_with") or {}
     journal = cast(Journal, entry.get("journal") or {"entries": []})
     scale = float(used.get("time_scale") or journal.get("time_scale") or 1.0)
@@ -92,7 +93,7 @@ def drive_of(entry: dict[str, Any]) -> tuple[Drive, Allowances]:
         events=list(entry.get("events") or []),
         agent_log=str(entry.get("agent_log") or ""),
         time_scale=scale,
-        api_key=REDACTED,
+        api_key=str(used.get("key_marker") or ""),
         debug_files=dict(entry.get("debug_files") or {}),
         stopped_ns=used.get("stopped_ns"),
         duration_s=float(entry.get("duration_s") or 0.0),

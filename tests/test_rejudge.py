@@ -1,0 +1,152 @@
+"""``conformance rejudge``: verdicts derived again from saved evidence alone.
+
+The whole suite is run once per dialect with the reference agent and with a broken copy; its
+results, through JSON as a reader gets them, are re-judged and every verdict must come out as the
+run gave it. Then the evidence is changed by one byte, a rule is changed on purpose, and a
+certificate bundle is checked.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conformance import rejudge as rj
+from conformance.adapters.reference import ReferenceAdapter
+from conformance.reference import Behaviours
+from conformance.release import CATALOGUE_VERSION, rules_sha256
+from conformance.run import judge as judge_module
+from conformance.runner import DIALECTS, results_document, run_suite
+from fakes import Gateway, load_scenarios
+
+CRITERIA = Path(__file__).resolve().parents[1] / "scenarios" / "criteria"
+# A copy with bugs across the areas, each making its criteria FAIL or NON-STRICT.
+BROKEN = Behaviours(
+    honour_retry_after=False,
+    jitter=False,
+    stream_fallback=False,
+    continuation=False,
+    history_repair=False,
+    withhold_errors=False,
+)
+
+
+def _suite(dialect: str, behaviours: Behaviours | None, scenarios=None) -> dict:
+    with Gateway.running() as gw:
+        agent = run_suite(
+            gw,
+            ReferenceAdapter(behaviours or Behaviours()),
+            scenarios if scenarios is not None else load_scenarios(CRITERIA),
+            dialect=dialect,
+        )
+    doc = results_document(
+        [agent], started=0.0, time_scale=0.02, interrupted=False, command="t", dialect=dialect
+    )
+    return json.loads(json.dumps(doc))  # as a reader gets it
+
+
+def _verdicts(doc: dict) -> dict[tuple[str, str], tuple[str, str, str]]:
+    return {
+        (cid, v["id"]): (v["verdict"], v["expected"], v["observed"])
+        for agent in doc["agents"]
+        for cid, res in agent["criteria"].items()
+        for v in res["scenarios"]
+    }
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("agent", ["healthy", "broken"])
+def test_every_verdict_of_a_whole_suite_is_derived_again_from_its_evidence(dialect, agent):
+    doc = _suite(dialect, BROKEN if agent == "broken" else None)
+    assert doc["run"]["catalogue_version"] == CATALOGUE_VERSION
+    r = rj.rejudge(doc)
+    assert r.tampered == [] and r.unjudged == []
+    assert r.moved == []
+    assert _verdicts(r.document) == _verdicts(doc)
+    assert {cid: c["verdict"] for cid, c in r.document["agents"][0]["criteria"].items()} == {
+        cid: c["verdict"] for cid, c in doc["agents"][0]["criteria"].items()
+    }
+    seen = {v[0] for v in _verdicts(doc).values()}
+    if agent == "broken":  # the failing verdicts are re-derived too, not only the passing ones
+        assert seen & {"FAIL", "NON-STRICT"}, seen
+
+
+@pytest.fixture(scope="module")
+def small() -> dict:
+    scenarios = load_scenarios(CRITERIA / "rty") + load_scenarios(CRITERIA / "dbg")
+    return _suite("openai_chat", None, scenarios)
+
+
+def test_one_changed_byte_of_a_journal_is_reported_as_not_matching_its_digest(small):
+    doc = copy.deepcopy(small)
+    entry = doc["agents"][0]["scenarios"][0]
+    text = json.dumps(entry["journal"])
+    i = text.index('"seq": 1') + len('"seq": ')
+    entry["journal"] = json.loads(text[:i] + "7" + text[i + 1 :])  # seq 1 -> seq 7
+    r = rj.rejudge(doc)
+    assert [(sid, "does not match" in why) for _, sid, why in r.tampered] == [(entry["id"], True)]
+    assert r.moved == []  # the changed entry is not judged at all
+
+
+def test_a_deliberate_rule_change_moves_exactly_the_verdicts_it_touches(small, monkeypatch):
+    real = judge_module.run_check
+
+    def stricter(cid, ev):
+        finding = real(cid, ev)
+        if cid != "RTY-01":
+            return finding
+        from conformance.checks.finding import Finding
+
+        return Finding("fail", "a changed rule", "failed by the changed rule")
+
+    monkeypatch.setattr(judge_module, "run_check", stricter)
+    r = rj.rejudge(small)
+    rty01 = {(k[1]) for k, v in _verdicts(small).items() if k[0] == "RTY-01" and v[0] == "PASS"}
+    assert rty01
+    assert {(m.criterion, m.scenario) for m in r.moved} == {("RTY-01", s) for s in rty01}
+    assert {(m.before, m.after) for m in r.moved} == {("PASS", "FAIL")}
+
+
+def test_a_results_file_of_another_release_names_the_changes_in_between(small):
+    doc = copy.deepcopy(small)
+    doc["run"]["catalogue_version"] = "0.9.0"
+    r = rj.rejudge(doc)
+    assert not r.same_rules and r.moved == []
+
+
+def test_the_command_checks_a_bundle_and_refuses_a_changed_one(small, tmp_path, capsys):
+    results = json.dumps(small).encode()
+    import hashlib
+
+    bundle = tmp_path / "cert.zip"
+    with zipfile.ZipFile(bundle, "w") as z:
+        z.writestr("results.json", results)
+        z.writestr(
+            "manifest.json",
+            json.dumps({"results_sha256": hashlib.sha256(results).hexdigest()}),
+        )
+    assert rj.main([str(bundle)]) == 0
+    assert "every verdict re-derived equal" in capsys.readouterr().out
+    bad = tmp_path / "bad.zip"
+    with zipfile.ZipFile(bad, "w") as z:
+        z.writestr("results.json", results + b" ")
+        z.writestr(
+            "manifest.json",
+            json.dumps({"results_sha256": hashlib.sha256(results).hexdigest()}),
+        )
+    assert rj.main([str(bad)]) == 2
+    assert "does not match the sha256" in capsys.readouterr().err
+
+
+def test_rejudge_writes_the_rejudged_results_with_the_installed_release(small, tmp_path):
+    src = tmp_path / "r.json"
+    src.write_text(json.dumps(small))
+    out = tmp_path / "again.json"
+    assert rj.main([str(src), "--out", str(out)]) == 0
+    again = json.loads(out.read_text())
+    assert again["run"]["catalogue_sha256"] == rules_sha256()
+    assert again["run"]["rejudged"] == {"from_catalogue_version": CATALOGUE_VERSION, "moved": 0}
