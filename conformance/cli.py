@@ -38,6 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the catalogue as the Markdown page docs/criteria.md "
         "(conformance list --markdown > docs/criteria.md)",
     )
+    fmt.add_argument(
+        "--changelog",
+        action="store_true",
+        help="the catalogue's releases and their rule changes, as CHANGELOG.md "
+        "(conformance list --changelog > CHANGELOG.md)",
+    )
     lst.add_argument(
         "--scenarios",
         type=Path,
@@ -122,6 +128,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if args.markdown:
         sys.stdout.write(as_markdown())
         return 0
+    from conformance.release import CATALOGUE_VERSION, changelog_markdown, rules_sha256
+
+    if args.changelog:
+        sys.stdout.write(changelog_markdown())
+        return 0
     from scenarios import SCENARIO_DIR
 
     index = _scenarios_by_criterion(args.scenarios or SCENARIO_DIR)
@@ -142,6 +153,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         json.dump(rows, sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
         return 0
+    print(f"catalogue {CATALOGUE_VERSION} (rules sha256 {rules_sha256()}): {len(rows)} criteria")
     for row in rows:
         n = len(row["scenarios"] or ())
         print(f"{row['id']:<8} {row['level']:<6} {row['title']}  [{n} scenario{'s' * (n != 1)}]")
@@ -185,6 +197,11 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
         return gate.status
     if gate.wrote is not None:
         print(f"expectations: wrote {gate.wrote}")
+    from conformance.release import CATALOGUE_VERSION
+
+    warning = session.expectations.release_warning(CATALOGUE_VERSION)
+    if warning and gate.wrote is None:
+        print(f"conformance: warning: {warning}", file=sys.stderr)
     if gate.comparison is not None:
         for f in gate.comparison.fixed:
             print(f"better than expected: {f.describe()}", file=sys.stderr)

@@ -33,6 +33,7 @@ import yaml
 
 from conformance.catalogue import CATALOGUE
 from conformance.errors import ConformanceError
+from conformance.release import CATALOGUE_VERSION
 from conformance.verdicts import VERDICTS, aggregate
 
 # What got worse for a CI gate: a run that broke or hung is worse than a known failure. (A
@@ -105,9 +106,28 @@ def failing_verdicts(strict: bool = False) -> frozenset[str]:
 class Expectations:
     """A loaded expectations file (possibly empty); look up by (agent, criterion)."""
 
-    def __init__(self, entries: Iterable[Expectation] = (), source: str = "") -> None:
+    def __init__(
+        self,
+        entries: Iterable[Expectation] = (),
+        source: str = "",
+        catalogue_version: str | None = None,
+    ) -> None:
         self.entries = list(entries)
         self.source = source
+        # The catalogue release whose verdicts the file records (its header comment says so;
+        # None for a file written before releases, or by hand without it).
+        self.catalogue_version = catalogue_version
+
+    def release_warning(self, installed: str) -> str | None:
+        """A warning when the file records another release's verdicts than ``installed``."""
+        if not self.source or self.catalogue_version == installed:
+            return None
+        was = self.catalogue_version or "no release (written before releases)"
+        return (
+            f"{self.source}: its verdicts were recorded under catalogue {was}; this run is "
+            f"judged by {installed}: a verdict may differ by the rules alone (CHANGELOG.md; "
+            "--update-expectations records this release)"
+        )
 
     def lookup(self, agent: str, criterion: str) -> Expectation | None:
         """The entry for this agent, else the entry for every agent, else None."""
@@ -156,6 +176,19 @@ def _where(path: str, line: int) -> str:
     return f"{path}:{line}" if line else path
 
 
+# The header line naming the catalogue release whose verdicts a written file records.
+_RELEASE_MARK = "# catalogue: "
+
+
+def _release_of(text: str) -> str | None:
+    for line in text.splitlines():
+        if line.startswith(_RELEASE_MARK):
+            return line[len(_RELEASE_MARK) :].strip() or None
+        if line and not line.startswith("#"):
+            break
+    return None
+
+
 def load_expectations(path: str | os.PathLike[str]) -> Expectations:
     """Load and validate an expectations file; raise ExpectationsError naming file:line."""
     p = Path(path)
@@ -170,8 +203,9 @@ def load_expectations(path: str | os.PathLike[str]) -> Expectations:
         raise ExpectationsError(
             f"{_where(str(p), mark.line + 1 if mark else 0)}: not valid YAML: {exc}"
         ) from exc
+    release = _release_of(text)
     if node is None:
-        return Expectations([], str(p))  # an empty file expects nothing
+        return Expectations([], str(p), release)  # an empty file expects nothing
     if not isinstance(node, yaml.SequenceNode):
         raise ExpectationsError(
             f"{_where(str(p), node.start_mark.line + 1)}: an expectations file is a YAML list "
@@ -221,7 +255,7 @@ def load_expectations(path: str | os.PathLike[str]) -> Expectations:
             )
         seen[key] = line
         entries.append(Expectation(cid, verdict, reason, agent, line, flaky))
-    return Expectations(entries, str(p))
+    return Expectations(entries, str(p), release)
 
 
 def compare_results(
@@ -298,7 +332,7 @@ def updated_expectations(
             new.append(Expectation(cid, verdict, reason, target, flaky=flaky))
     order = {c.id: i for i, c in enumerate(CATALOGUE)}
     merged = sorted(kept + new, key=lambda e: (order.get(e.criterion, 1 << 30), e.agent or ""))
-    return Expectations(merged, old.source)
+    return Expectations(merged, old.source, CATALOGUE_VERSION)
 
 
 def write_expectations(path: str | os.PathLike[str], expectations: Expectations) -> None:
@@ -308,6 +342,8 @@ def write_expectations(path: str | os.PathLike[str], expectations: Expectations)
         "# A CI gate fails only on verdicts worse than these (`conformance run --expectations`).",
         "# Regenerate with `conformance run --update-expectations`; reasons are kept.",
     ]
+    if expectations.catalogue_version:
+        lines.append(f"{_RELEASE_MARK}{expectations.catalogue_version}")
     if not expectations.entries:
         lines.append("[]")
     for e in expectations.entries:

@@ -165,6 +165,16 @@ class RunSettings:
         cli=flag("--results"),
         plugin=flag("--conformance-results"),
     )
+    bundle: Path | None = _option(
+        None,
+        "write a certificate bundle here: one zip file with the results (every scenario's "
+        "evidence with its sha256), the catalogue release and the digest of its rules, the "
+        "run's timing allowances and the agents' identity; `conformance rejudge FILE` checks it",
+        type=Path,
+        metavar="FILE",
+        cli=flag("--bundle"),
+        plugin=flag("--conformance-bundle"),
+    )
     time_scale: float | None = _option(
         None,  # the runner's default
         "multiply every scenario duration by S, in (0, 1] (default 0.02)",

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.adapters.interface import AgentTraits
+from conformance.bundle import MANIFEST as BUNDLE_MANIFEST
+from conformance.bundle import RESULTS as BUNDLE_RESULTS
 from conformance.errors import ConformanceError
 from conformance.release import CATALOGUE_VERSION, Change, changes_between, rules_sha256
 from conformance.run.gate import admit
@@ -40,9 +42,6 @@ from conformance.verify import verified
 from fakes import FakesError, Scenario
 
 __all__ = ["Moved", "Rejudged", "RejudgeError", "load_results", "rejudge"]
-
-BUNDLE_RESULTS = "results.json"
-BUNDLE_MANIFEST = "manifest.json"
 
 
 class RejudgeError(ConformanceError):

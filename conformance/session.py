@@ -400,6 +400,10 @@ class RunSession:
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_text(json.dumps(doc, ensure_ascii=False, indent=1), encoding="utf-8")
             tmp.replace(path)  # atomic: a reader never sees half a file
+        if self.settings.bundle is not None:
+            from conformance.bundle import write_bundle
+
+            write_bundle(doc, self.settings.bundle)
         if self.settings.report_dir is not None and doc["agents"]:
             from reports import render
 

@@ -9,7 +9,8 @@ union of its parts' (in file order), and each criterion's verdict is computed ag
 scenario verdicts that cite it, the worst in the results contract's order, as one process running
 every scenario computes it. A criterion exercised in several shards is thus judged exactly as in
 an unsharded run. The merged run records which parts it holds (``run.shards``); a missing part
-is shown by the report, never filled in. Documents without ``run.shard`` pass through unchanged.
+is shown by the report, never filled in. Parts judged by different catalogue releases
+(``run.catalogue_version``) are refused. Documents without ``run.shard`` pass through unchanged.
 """
 
 from __future__ import annotations
@@ -113,12 +114,32 @@ def merge_shards(
         if index > key[0]:
             raise ResultsError(f"{names[i]}: at $.run.shard: index {index} > count {key[0]}")
         groups[key].append(i)
+    for members in groups.values():
+        _same_rules([results[i] for i in members], [names[i] for i in members])
     return [
         _merge_group([copy.deepcopy(results[i]) for i in groups[item]])
         if isinstance(item, tuple)
         else item
         for item in out
     ]
+
+
+def _same_rules(docs: list[dict[str, Any]], names: list[str]) -> None:
+    """Parts judged by different catalogue releases are not one run's verdicts: refuse them."""
+    seen: dict[Any, str] = {}
+    for doc, name in zip(docs, names, strict=True):
+        version = doc["run"].get("catalogue_version")
+        seen.setdefault(version, name)
+    if len(seen) > 1:
+        shown = "; ".join(
+            f"{name}: catalogue {v if v else '(none: written before releases)'}"
+            for v, name in seen.items()
+        )
+        raise ResultsError(
+            f"the shards were judged by different catalogue releases ({shown}): their verdicts "
+            "cannot be merged; rerun the shards on one release, or re-judge each "
+            "(`conformance rejudge RESULTS --out FILE`) with the installed one"
+        )
 
 
 def missing_shards(run: dict[str, Any]) -> list[int]:

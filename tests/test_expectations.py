@@ -211,3 +211,31 @@ def test_flaky_is_read_written_and_kept_by_updates(tmp_path):
     write_expectations(path, kept)
     assert "flaky: true" in path.read_text(encoding="utf-8")
     assert load_expectations(path).entries[0].flaky is True
+
+
+def test_a_written_file_names_its_release_and_another_release_is_warned_of(tmp_path):
+    from conformance.expectations import (
+        Expectation,
+        Expectations,
+        load_expectations,
+        write_expectations,
+    )
+    from conformance.release import CATALOGUE_VERSION
+
+    path = tmp_path / "exp.yaml"
+    write_expectations(
+        path, Expectations([Expectation("RTY-03", "FAIL", "why")], "", CATALOGUE_VERSION)
+    )
+    assert f"# catalogue: {CATALOGUE_VERSION}" in path.read_text()
+    loaded = load_expectations(path)
+    assert loaded.catalogue_version == CATALOGUE_VERSION
+    assert loaded.release_warning(CATALOGUE_VERSION) is None
+    old = tmp_path / "old.yaml"
+    old.write_text("# catalogue: 0.9.0\n- {criterion: RTY-03, verdict: FAIL, reason: r}\n")
+    warning = load_expectations(old).release_warning(CATALOGUE_VERSION)
+    assert warning and "catalogue 0.9.0" in warning and f"judged by {CATALOGUE_VERSION}" in warning
+    unmarked = tmp_path / "unmarked.yaml"
+    unmarked.write_text("- {criterion: RTY-03, verdict: FAIL, reason: r}\n")
+    assert "before releases" in (
+        load_expectations(unmarked).release_warning(CATALOGUE_VERSION) or ""
+    )

@@ -17,6 +17,7 @@ import pytest
 
 from conformance import rejudge as rj
 from conformance.adapters.reference import ReferenceAdapter
+from conformance.bundle import MANIFEST, RESULTS, write_bundle
 from conformance.reference import Behaviours
 from conformance.release import CATALOGUE_VERSION, rules_sha256
 from conformance.run import judge as judge_module
@@ -119,25 +120,17 @@ def test_a_results_file_of_another_release_names_the_changes_in_between(small):
 
 
 def test_the_command_checks_a_bundle_and_refuses_a_changed_one(small, tmp_path, capsys):
-    results = json.dumps(small).encode()
-    import hashlib
-
-    bundle = tmp_path / "cert.zip"
-    with zipfile.ZipFile(bundle, "w") as z:
-        z.writestr("results.json", results)
-        z.writestr(
-            "manifest.json",
-            json.dumps({"results_sha256": hashlib.sha256(results).hexdigest()}),
-        )
+    bundle = write_bundle(small, tmp_path / "cert.zip")
+    with zipfile.ZipFile(bundle) as z:
+        made = json.loads(z.read(MANIFEST))
+    assert made["catalogue_version"] == CATALOGUE_VERSION
+    assert made["agents"][0]["name"] == "reference"
     assert rj.main([str(bundle)]) == 0
     assert "every verdict re-derived equal" in capsys.readouterr().out
     bad = tmp_path / "bad.zip"
-    with zipfile.ZipFile(bad, "w") as z:
-        z.writestr("results.json", results + b" ")
-        z.writestr(
-            "manifest.json",
-            json.dumps({"results_sha256": hashlib.sha256(results).hexdigest()}),
-        )
+    with zipfile.ZipFile(bundle) as z, zipfile.ZipFile(bad, "w") as out:
+        out.writestr(RESULTS, z.read(RESULTS) + b" ")  # one byte more than the manifest says
+        out.writestr(MANIFEST, z.read(MANIFEST))
     assert rj.main([str(bad)]) == 2
     assert "does not match the sha256" in capsys.readouterr().err
 

@@ -242,3 +242,15 @@ def test_two_agents_parts_merge_apart_and_a_criterion_takes_its_worst_verdict():
 
     for doc in merged:
         validate_results(doc, source="merged")
+
+
+def test_parts_judged_by_different_catalogue_releases_are_not_merged(tmp_path, capsys):
+    a, b = _judged_everywhere(2)
+    a["run"]["catalogue_version"], b["run"]["catalogue_version"] = "1.0.0", "1.1.0"
+    files = [tmp_path / "p1.json", tmp_path / "p2.json"]
+    for f, doc in zip(files, (a, b), strict=True):
+        f.write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["report", *map(str, files), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "different catalogue releases" in err
+    assert f"{files[0]}: catalogue 1.0.0" in err and f"{files[1]}: catalogue 1.1.0" in err
