@@ -32,10 +32,20 @@ from typing import Any
 
 from conformance.adapters.interface import Adapter, FastClock
 from conformance.adapters.warp import SPREAD_LIMIT_S
+from conformance.reaction import Reaction, judge_reaction, reaction_gaps
+from conformance.reaction import scenario as reaction_scenario
 from conformance.runner import run_scenario
 from fakes import GatewayHandle, Scenario
 
-__all__ = ["ASKED_S", "SCENARIO", "SPEED_BOUND", "SPREAD_LIMIT_S", "Calibration", "calibrate"]
+__all__ = [
+    "ASKED_S",
+    "SCENARIO",
+    "SPEED_BOUND",
+    "SPREAD_LIMIT_S",
+    "Calibration",
+    "calibrate",
+    "measure_reaction",
+]
 
 ASKED_S = (1, 4, 1, 4)
 SPEED_BOUND = 0.25
@@ -219,3 +229,23 @@ def calibrate(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> dict[fl
         )
     clock.use_clock(fast, timing, accepted, note)
     return accepted
+
+
+def measure_reaction(
+    gateway: GatewayHandle,
+    adapter: Adapter,
+    *,
+    scale: float,
+    dialect: str,
+    tool_transport: str,
+) -> Reaction:
+    """Run the reaction scenario (``conformance.reaction``) for ``adapter``; judge its gaps."""
+    tools = "tools" in adapter.capabilities()
+    sc = Scenario.from_dict(reaction_scenario(tools), source="<agent reaction>")
+    entry, _ = run_scenario(
+        gateway, adapter, sc, time_scale=scale, dialect=dialect, tool_transport=tool_transport
+    )
+    if entry["status"] != "ran":
+        why = entry.get("error") or entry["status"]
+        return Reaction(note=f"not measured: the reaction run ended {entry['status']}: {why}")
+    return judge_reaction(reaction_gaps(entry), scale)

@@ -38,7 +38,7 @@ from conformance.run.gate import admit
 from conformance.run.judge import evidence_of, judge
 from conformance.run.record import drive_of, evidence_digest
 from conformance.runner import agent_results
-from conformance.verify import verified
+from conformance.verify import confirmed, verified
 from fakes import FakesError, Scenario
 
 __all__ = ["Moved", "Rejudged", "RejudgeError", "load_results", "rejudge"]
@@ -138,22 +138,32 @@ def _verdicts_of(
 def _settled(
     entry: dict[str, Any], agent: dict[str, Any], run: dict[str, Any]
 ) -> dict[str, dict[str, Any]]:
-    first = (entry, _verdicts_of(entry, agent, run))
+    """The verdicts of a saved scenario entry, settled as the run settled them: a failed timing
+    verdict confirmed on a slower clock (the entry is the confirming run, ``first_run`` or
+    ``fast_clock_run`` the first), then the reruns of ``--verify``."""
+    current = (entry, _verdicts_of(entry, agent, run))
+    first = entry.get("first_run") or entry.get("fast_clock_run")
+    if first is not None:
+        current = confirmed((first, _verdicts_of(first, agent, run)), current)
     reruns = list(entry.get("reruns") or [])
     if not reruns:
-        return first[1]
+        return current[1]
     again: Iterator[tuple[dict, dict[str, dict]]] = (
         (r, _verdicts_of(r, agent, run)) for r in reruns
     )
-    return verified(first, lambda: next(again), len(reruns))[1]
+    return verified(current, lambda: next(again), len(reruns))[1]
 
 
 def _check(entry: dict[str, Any]) -> str | None:
-    """Why an entry cannot be re-judged (None: it can)."""
+    """Why an entry cannot be re-judged (None: it can); the runs kept inside it (the first run
+    of a confirmed verdict, the reruns of ``--verify``) are checked too."""
     if "scenario" not in entry or "evidence_sha256" not in entry:
         return "written before evidence was kept for re-judging (no saved scenario)"
-    if evidence_digest(entry) != entry["evidence_sha256"]:
-        return "its evidence does not match its evidence_sha256 (changed after the run)"
+    inner = [entry.get("first_run"), entry.get("fast_clock_run"), *(entry.get("reruns") or [])]
+    for i, run in enumerate([entry, *(r for r in inner if r)]):
+        if evidence_digest(run) != run.get("evidence_sha256"):
+            which = "its evidence" if i == 0 else "the evidence of a run kept in it"
+            return f"{which} does not match its evidence_sha256 (changed after the run)"
     return None
 
 

@@ -43,6 +43,7 @@ from conformance.adapters.interface import (
 from conformance.catalogue import CATALOGUE, by_id
 from conformance.checks.waits import retry_waits
 from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
+from conformance.reaction import NO_REACTION, Reaction
 from conformance.release import CATALOGUE_VERSION, rules_sha256
 from conformance.run.drive import Drive, drive, not_driven
 from conformance.run.gate import (
@@ -109,11 +110,15 @@ def rerun_command(
     return f"conformance run {flag}--scenario {shlex.quote(_display_path(scenario.source))}"
 
 
-def _allowances(adapter: Adapter, scale: float, timing: Timing) -> Allowances:
-    """The timing allowances a run at ``scale`` is judged with: the machine's, and for an agent
-    on a fast clock its own time per wait that the calibration measured."""
+def _allowances(adapter: Adapter, scale: float, timing: Timing, reaction: Reaction) -> Allowances:
+    """The timing allowances a run at ``scale`` is judged with: the machine's, and the agent's
+    own time per wait: on a fast clock what its calibration measured, else its reaction
+    (``conformance.reaction``)."""
     clock = adapter.fast_clock
-    over_s, spread_s = clock.overhead(scale) if clock is not None else (0.0, 0.0)
+    if clock is not None:
+        over_s, spread_s = clock.overhead(scale)
+    else:
+        over_s, spread_s = reaction.taken_off_s, reaction.spread_s
     return Allowances(timing=timing, overhead_s=over_s, overhead_spread_s=spread_s)
 
 
@@ -143,11 +148,12 @@ def run_scenario(
     timing: Timing = DEFAULT_TIMING,
     tool_transport: str = "http",
     confirm: bool = False,
+    reaction: Reaction = NO_REACTION,
 ) -> tuple[dict, dict[str, dict]]:
     """Run one scenario in ``dialect``, its tools over ``tool_transport``: gate, drive, judge;
     return its results entry and {criterion id: scenario verdict entry}. Timing checks judge with
-    ``timing``'s allowances (``conformance.timing``). ``confirm``: an agent on a fast clock runs
-    on the clock that confirms a failed timing verdict (``conformance.verify.judged``)."""
+    ``timing``'s allowances (``conformance.timing``) and the agent's ``reaction``. ``confirm``:
+    run on the slower clock that confirms a failed timing verdict (``conformance.verify``)."""
     admission = admit(
         scenario,
         adapter.capabilities(),
@@ -157,6 +163,8 @@ def run_scenario(
     )
     on_timing = any(by_id(c).timing for c in scenario.criteria)
     scale = run_time_scale(adapter, time_scale, on_timing, confirm)
+    if adapter.fast_clock is None and scale < 1.0:
+        scale = reaction.scale_for(scale, on_timing)  # a noisy agent's timing, slower
     if admission.runs:
         record = drive(
             gateway,
@@ -168,11 +176,13 @@ def run_scenario(
         )
     else:
         record = not_driven(scenario, scale, admission.reason())
-    allowances = _allowances(adapter, scale, timing)
+    allowances = _allowances(adapter, scale, timing, reaction)
     secrets = (record.api_key,) if record.api_key else ()
     ev = evidence_of(scenario, admission, record, allowances, secrets)
     verdicts = _verdicts(judge(scenario, admission, record, ev), scenario.id, record.api_key)
     entry = _entry(scenario, rerun, record, allowances, admission, adapter)
+    if reaction.measured and adapter.fast_clock is None:
+        entry["reaction"] = reaction.as_dict()
     entry["waits"] = retry_waits(ev)  # each retry's wait and its band, for the report's timeline
     return entry, verdicts
 
@@ -221,6 +231,7 @@ def run_checked(
     scenario: Scenario,
     config: RunConfig,
     rerun: str = "",
+    reaction: Reaction = NO_REACTION,
 ) -> tuple[dict, dict[str, dict]]:
     """``run_scenario`` with a failed timing verdict confirmed (on a fast clock) and, with
     ``config.verify``, rerun until it reproduces (``conformance.verify``)."""
@@ -236,6 +247,7 @@ def run_checked(
             timing=config.timing,
             tool_transport=config.tool_transport,
             confirm=confirm,
+            reaction=reaction,
         )
 
     return judged(once, config.verify)
@@ -305,9 +317,11 @@ def run_suite(
     timing: Timing = DEFAULT_TIMING,
     verify: int = 0,
     tool_transport: str = "http",
+    reaction: Reaction = NO_REACTION,
 ) -> dict:
     """Run ``scenarios`` in order in ``dialect``; return the agent's results entry (contracts
-    §4). With ``verify``, a failed timing verdict is rerun (``conformance.verify``)."""
+    §4). A failed timing verdict is confirmed on a slower clock, and with ``verify`` rerun
+    (``conformance.verify``); waits are judged net of the agent's ``reaction``."""
     scenarios = list(scenarios)
     config = RunConfig(time_scale, dialect, tool_transport, timing, verify)
     runs: list[tuple[dict, dict[str, dict]]] = []
@@ -315,7 +329,9 @@ def run_suite(
         for i, scenario in enumerate(scenarios, 1):
             if stop is not None and stop.is_set():
                 break
-            entry, verdicts = run_checked(gateway, adapter, scenario, config, rerun(scenario))
+            entry, verdicts = run_checked(
+                gateway, adapter, scenario, config, rerun(scenario), reaction
+            )
             runs.append((entry, verdicts))
             if progress:
                 progress(progress_line(i, len(scenarios), entry, verdicts))

@@ -44,6 +44,7 @@ from conformance.expectations import (
     write_expectations,
 )
 from conformance.options import DEFAULT_EXPECTATIONS, RunSettings
+from conformance.reaction import NO_REACTION, Reaction
 from conformance.runner import (
     DEFAULT_TIME_SCALE,
     RunConfig,
@@ -174,6 +175,7 @@ class RunSession:
         self.process = "main"  # which of the run's processes this is (the xdist worker's id)
         self.timing: Timing = DEFAULT_TIMING  # this process's, once its gateway started
         self._calibrations: dict[str, dict] = {}  # every process's, by process
+        self._reactions: dict[str, Reaction] = {}  # each agent's in this process, by label
 
     # --- input ---------------------------------------------------------------------------------
 
@@ -246,16 +248,36 @@ class RunSession:
             self._gateway = gateway
         return self._gateway
 
-    def ready(self, adapter: Adapter) -> None:
+    def ready(self, agent: AgentUnderTest) -> Reaction:
         """Before an agent's first scenario in this process: calibrate its fast clock when it
-        asks for one (conformance.calibration), under this run's own parallelism."""
+        asks for one (conformance.calibration), else measure its reaction
+        (conformance.reaction), under this run's own parallelism. Returns its reaction."""
+        known = self._reactions.get(agent.label)
+        if known is not None:
+            return known
+        adapter = agent.adapter
         clock = adapter.fast_clock
+        reaction = NO_REACTION
         if clock is not None and clock.needs_calibration():
             from conformance.calibration import calibrate
 
             calibrate(self.gateway(), adapter, self.settings.dialect)
             if self.settings.progress:
                 _say(f"[clock] {adapter.name}: {clock.warp_note}")
+        elif clock is None and "time_scale" in adapter.capabilities():
+            from conformance.calibration import measure_reaction
+
+            reaction = measure_reaction(
+                self.gateway(),
+                adapter,
+                scale=self.time_scale,
+                dialect=self.settings.dialect,
+                tool_transport=self.settings.tool_transport,
+            )
+            if self.settings.progress:
+                _say(f"[reaction] {agent.label}: {reaction.note}")
+        self._reactions[agent.label] = reaction
+        return reaction
 
     def close(self) -> None:
         self._gateway = None
@@ -270,7 +292,7 @@ class RunSession:
         try:
             for agent in self.agents:
                 spec = agent.spec
-                self.ready(agent.adapter)
+                reaction = self.ready(agent)
 
                 def rerun(s: Scenario, spec: str = spec) -> str:
                     return rerun_command(s, spec, dialect, transport)
@@ -288,6 +310,7 @@ class RunSession:
                     timing=self.timing,
                     verify=self.verify,
                     tool_transport=transport,
+                    reaction=reaction,
                 )
                 result["name"] = agent.label
                 agents.append(result)
@@ -312,7 +335,7 @@ class RunSession:
         """Run one scenario with the agent ``label`` (a pytest item's run)."""
         agent = self.agent(label)
         dialect, transport = self.settings.dialect, self.settings.tool_transport
-        self.ready(agent.adapter)
+        reaction = self.ready(agent)
         gateway = self.gateway()
 
         entry, verdicts = run_checked(
@@ -321,6 +344,7 @@ class RunSession:
             scenario,
             self.config(),
             rerun_command(scenario, agent.spec, dialect, transport),
+            reaction,
         )
         return {
             "agent": label,

@@ -13,14 +13,18 @@ N reruns are made, its verdict entry says ``flaky: true`` and lists every run's 
 An expectations file may mark a criterion ``flaky: true`` (``conformance.expectations``): a flaky
 verdict of it then gates on its best run.
 
-On a fast clock (``conformance.adapters.warp``) the agent's own real time between attempts weighs
-N times as much in its seconds, and a loaded machine stretches it beyond what the calibration
-measured, so a failed timing verdict there is always confirmed on the real clock, ``--verify`` or
-not (:func:`judged`): the scenario is run again on the slowest clock the calibration accepted,
-or on the same clock again when the run was already on it (a failure then stands when it
-reproduces; ``Clock.confirm_scale``), and that run is the scenario's result, its timing verdicts saying what the fast clock gave
-(``fast_clock``); the fast-clock run is kept in the entry (``fast_clock_run``). Reruns of
-``--verify`` run on the confirming clock too.
+Whatever the clock, a failed timing verdict is confirmed before it stands, ``--verify`` or not
+(:func:`judged`): the scenario is run again on a slower clock and that run is the scenario's
+result, each confirmed verdict saying what the first run gave (``confirmed``); the first run is
+kept in the entry (``first_run``). A wrong wait is wrong in scenario seconds on any clock, while
+the real milliseconds of a loaded machine or of the agent's own runtime weigh less on a slower
+one: so a failure that does not come back was the machine's, not the agent's. The slower clock
+is a time scale ``CONFIRM_SLOWER`` times the run's (up to real time; in real time, real time
+again: a failure then stands when it reproduces). On a fast clock (``conformance.adapters.warp``)
+it is the slowest clock the calibration accepted, or the same clock again when the run was
+already on it (``Clock.confirm_scale``); the verdicts also say what the fast clock gave
+(``fast_clock``), and the fast-clock run is kept in ``fast_clock_run``. Reruns of ``--verify``
+run on the confirming clock too.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 from conformance.checks import TIMING
 from conformance.verdicts import SEVERITY
 
-__all__ = ["FAILING", "judged", "settle", "verified"]
+__all__ = ["FAILING", "confirmed", "judged", "settle", "verified"]
 
 # Verdicts worse than PASS: each stands only when it reproduces.
 FAILING = frozenset({"FAIL", "NON-STRICT", "ERROR", "TIMEOUT"})
@@ -56,39 +60,62 @@ def _fast_clock(entry: dict) -> float | None:
     return float(speed) if speed else None
 
 
+def _scale(entry: dict) -> float:
+    return float((entry.get("journal") or {}).get("time_scale") or 1.0)
+
+
 def judged(once: Callable[[bool], Run], verify: int) -> Run:
-    """The outcome of a scenario run by ``once(confirm)``: on a fast clock a failed timing
-    verdict is confirmed by a run on the slowest clock calibrated, or the same clock again
-    (``confirm=True``), then ``--verify`` settles as usual (module docstring)."""
+    """The outcome of a scenario run by ``once(confirm)``: a failed timing verdict is confirmed
+    by a run on a slower clock (``confirm=True``: the slowest clock calibrated for an agent on a
+    fast one, else a time scale ``CONFIRM_SLOWER`` times slower, or the same clock again in real
+    time), whose verdicts stand; then ``--verify`` settles as usual (module docstring)."""
     first = once(False)
-    entry, verdicts = first
-    speed = _fast_clock(entry)
-    doubtful = _doubtful(verdicts)
-    if speed is None or not doubtful:
+    if not _doubtful(first[1]):
         return verified(first, lambda: once(False), verify)
-    again_entry, again_verdicts = once(True)
-    slower = _fast_clock(again_entry)
-    where = f"the x{slower:g} clock" if slower else "the real clock"
+    return verified(confirmed(first, once(True)), lambda: once(True), verify)
+
+
+def confirmed(first: Run, again: Run) -> Run:
+    """The outcome of a run whose timing verdicts failed (``first``) and of the run on a slower
+    clock that confirms them (``again``): ``again``'s, each doubtful verdict saying what the
+    first run gave, the first run kept in the entry (module docstring). Pure: ``conformance
+    rejudge`` settles saved runs with it as the run did."""
+    entry, verdicts = first
+    again_entry, again_verdicts = again
+    doubtful = _doubtful(verdicts)
+    speed, slower = _fast_clock(entry), _fast_clock(again_entry)
+    if speed is not None:
+        was, where = (
+            f"the x{speed:g} fast clock",
+            (f"the x{slower:g} clock" if slower else "the real clock"),
+        )
+    else:
+        was, where = f"time scale {_scale(entry):g}", f"time scale {_scale(again_entry):g}"
     settled = dict(again_verdicts)
     for cid in doubtful:
         fast = verdicts[cid]
-        again = again_verdicts.get(cid)
-        if again is None:
+        redo = again_verdicts.get(cid)
+        if redo is None:
             continue
         settled[cid] = {
-            **again,
-            "observed": f"{again.get('observed') or ''} (on {where}; on the x{speed:g} "
-            f"fast clock: {fast['verdict']}, {fast.get('observed') or ''})",
-            "fast_clock": {"speed": speed, **_run_of(fast)},
+            **redo,
+            "observed": f"{redo.get('observed') or ''} (on {where}; on {was}: "
+            f"{fast['verdict']}, {fast.get('observed') or ''})",
+            "confirmed": {"first": _run_of(fast), "on": where},
         }
+        if speed is not None:
+            settled[cid]["fast_clock"] = {"speed": speed, **_run_of(fast)}
     out = dict(again_entry)
-    out["clock"] = {
-        **(again_entry.get("clock") or {}),
-        "note": f"{'x' + format(slower, 'g') if slower else 'real time'}: a failed timing "
-        f"verdict on the x{speed:g} fast clock, confirmed on {where}",
-    }
-    out["fast_clock_run"] = entry
-    return verified((out, settled), lambda: once(True), verify)
+    if speed is not None:
+        out["clock"] = {
+            **(again_entry.get("clock") or {}),
+            "note": f"{'x' + format(slower, 'g') if slower else 'real time'}: a failed timing "
+            f"verdict on the x{speed:g} fast clock, confirmed on {where}",
+        }
+        out["fast_clock_run"] = entry
+    else:
+        out["first_run"] = entry
+    return out, settled
 
 
 def verified(first: Run, again: Callable[[], Run], verify: int) -> Run:

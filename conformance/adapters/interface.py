@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, cast
 
 __all__ = [
+    "CONFIRM_SLOWER",
     "REDACTED",
     "STATUSES",
     "Adapter",
@@ -149,18 +150,27 @@ class AdapterBase:
         return None
 
 
+# A failed timing verdict is confirmed on a clock this many times slower (up to real time): a
+# wrong wait is wrong in scenario seconds at any scale, while a real millisecond of load or of the
+# agent's own time weighs this many times less.
+CONFIRM_SLOWER = 5.0
+
+
 def run_time_scale(
     adapter: Adapter, asked: float, timing: bool = False, confirm: bool = False
 ) -> float:
     """The time scale a run of ``adapter`` gets: its own when it fixes one (an agent on a fast
     clock: ``fixed_time_scale(timing, confirm)``, where ``timing`` says the scenario's verdicts
     rest on measured waits and ``confirm`` asks for the clock that confirms a failed timing
-    verdict), else ``asked`` when it declares ``time_scale``, else real time."""
+    verdict), else ``asked`` when it declares ``time_scale`` (``CONFIRM_SLOWER`` times slower,
+    up to real time, to confirm), else real time."""
     clock = adapter.fast_clock
     scale = clock.fixed_time_scale(timing, confirm) if clock is not None else None
     if scale is not None:
         return float(scale)
-    return asked if "time_scale" in adapter.capabilities() else 1.0
+    if "time_scale" not in adapter.capabilities():
+        return 1.0
+    return min(1.0, asked * CONFIRM_SLOWER) if confirm else asked
 
 
 def key_marker(secret: str) -> str:
