@@ -209,6 +209,13 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
             print(f"regression: {f.describe()}", file=sys.stderr)
     for line in gate.certify:
         print(f"certify: {line}", file=sys.stderr)
+    if settings.certify:
+        runs = session.repeat
+        print(
+            f"certify: the verdicts rest on {runs} run{'s' * (runs != 1)} of each scenario"
+            + ("" if runs > 1 else " (--repeat N shows which verdicts vary between runs)"),
+            file=sys.stderr,
+        )
     if settings.certify and settings.shard is not None:
         print(
             "certify: one shard cannot tell which MUST criteria the run judged: certify the "

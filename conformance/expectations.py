@@ -11,6 +11,9 @@ The file is YAML, a list of entries::
     - criterion: RTY-05
       verdict: PASS
       flaky: true                # optional: a verdict --verify found flaky gates on its best run
+    - criterion: STR-07
+      verdict: UNSTABLE          # the runs of --repeat N disagreed...
+      rate: 0.67                 # ...and at least this share of them must still pass
 
 Theory of operation: a criterion the file does not name is expected to be fine, so any failing
 verdict for it (FAIL, ERROR, TIMEOUT; NON-STRICT too with ``strict``) is a regression. A named
@@ -18,11 +21,14 @@ criterion's observed verdict is a regression only when it is failing and worse t
 one in the severity order ERROR > TIMEOUT > FAIL > NON-STRICT > PASS > INFORMATIONAL >
 UNSUPPORTED; a better verdict than expected is reported as fixed and does not fail the gate.
 A criterion marked ``flaky: true`` whose verdict differed between the runs of ``--verify``
-(``conformance.verify``) is judged by the best of its runs instead.
+(``conformance.verify``) is judged by the best of its runs instead. An UNSTABLE verdict
+(``--repeat``: conformance.repeat) is failing like FAIL unless the file expects UNSTABLE; with
+a ``rate``, it is a regression when fewer of its runs passed than that share.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -34,12 +40,15 @@ import yaml
 from conformance.catalogue import CATALOGUE
 from conformance.errors import ConformanceError
 from conformance.release import CATALOGUE_VERSION
+from conformance.repeat import rate_of
 from conformance.verdicts import VERDICTS, aggregate
 
 # What got worse for a CI gate: a run that broke or hung is worse than a known failure. (A
 # criterion's aggregate over scenarios uses another order, conformance.verdicts.SEVERITY, in
 # which a failure the wire shows is never hidden behind a TIMEOUT.)
-GATE_ORDER = ("ERROR", "TIMEOUT", "FAIL", "NON-STRICT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
+GATE_ORDER = (
+    "ERROR", "TIMEOUT", "FAIL", "UNSTABLE", "NON-STRICT", "PASS", "INFORMATIONAL", "UNSUPPORTED"
+)  # fmt: skip
 
 __all__ = [
     "Comparison",
@@ -56,7 +65,7 @@ __all__ = [
     "write_expectations",
 ]
 
-_KEYS = ("criterion", "verdict", "reason", "agent", "flaky")
+_KEYS = ("criterion", "verdict", "reason", "agent", "flaky", "rate")
 
 
 class ExpectationsError(ConformanceError, ValueError):
@@ -71,6 +80,8 @@ class Expectation:
     agent: str | None = None  # None: every agent
     line: int = 0  # where the entry starts in its file (1-based), 0 when built in code
     flaky: bool = False  # a flaky verdict (--verify) gates on its best run
+    # For an UNSTABLE verdict (--repeat): the share of runs that must still pass (0..1).
+    rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -100,7 +111,9 @@ class Comparison:
 
 def failing_verdicts(strict: bool = False) -> frozenset[str]:
     """The verdicts that fail a run when nothing expects them."""
-    return frozenset({"FAIL", "ERROR", "TIMEOUT"} | ({"NON-STRICT"} if strict else set()))
+    return frozenset(
+        {"FAIL", "ERROR", "TIMEOUT", "UNSTABLE"} | ({"NON-STRICT"} if strict else set())
+    )
 
 
 class Expectations:
@@ -149,11 +162,22 @@ class Expectations:
         *,
         strict: bool = False,
         flaky_best: str | None = None,
+        rate: float | None = None,
     ) -> tuple[str, Finding]:
         """Classify one observed verdict: ``regression``, ``fixed``, ``expected`` or ``ok``.
         ``flaky_best``: for a verdict that differed between runs, the best of them, which an
-        entry marked flaky judges instead."""
+        entry marked flaky judges instead. ``rate``: for an UNSTABLE verdict, the share of runs
+        that passed; below the entry's ``rate`` it is a regression."""
         exp = self.lookup(agent, criterion)
+        if exp is not None and verdict == exp.verdict == "UNSTABLE" and exp.rate is not None:
+            finding = Finding(agent, criterion, verdict, exp.verdict, exp.reason)
+            if rate is not None and rate + 1e-9 < exp.rate:
+                return "regression", dataclasses.replace(
+                    finding,
+                    reason=f"{rate:.0%} of runs passed, the expectations allow no less than "
+                    f"{exp.rate:.0%}" + (f" ({exp.reason})" if exp.reason else ""),
+                )
+            return "expected", finding
         if exp is not None and exp.flaky and flaky_best is not None:
             verdict = flaky_best
         finding = Finding(
@@ -241,6 +265,14 @@ def load_expectations(path: str | os.PathLike[str]) -> Expectations:
             )
         reason, agent = data.get("reason") or "", data.get("agent")
         flaky = data.get("flaky", False)
+        rate = data.get("rate")
+        if rate is not None and (
+            verdict != "UNSTABLE" or not isinstance(rate, (int, float)) or not 0 <= rate <= 1
+        ):
+            raise ExpectationsError(
+                f"{where}: {cid}: 'rate' is for an UNSTABLE verdict: the share of runs (0 to 1) "
+                "that must still pass"
+            )
         if not isinstance(reason, str):
             raise ExpectationsError(f"{where}: {cid}: 'reason' must be text")
         if not isinstance(flaky, bool):
@@ -254,7 +286,11 @@ def load_expectations(path: str | os.PathLike[str]) -> Expectations:
                 + (f" for agent {agent!r}" if agent else "")
             )
         seen[key] = line
-        entries.append(Expectation(cid, verdict, reason, agent, line, flaky))
+        entries.append(
+            Expectation(
+                cid, verdict, reason, agent, line, flaky, None if rate is None else float(rate)
+            )
+        )
     return Expectations(entries, str(p), release)
 
 
@@ -267,7 +303,12 @@ def compare_results(
     for agent in doc.get("agents", []):
         for cid, res in sorted(agent["criteria"].items()):
             kind, finding = expectations.judge(
-                agent["name"], cid, res["verdict"], strict=strict, flaky_best=flaky_best(res)
+                agent["name"],
+                cid,
+                res["verdict"],
+                strict=strict,
+                flaky_best=flaky_best(res),
+                rate=unstable_rate(res),
             )
             if kind == "regression":
                 out.regressions.append(finding)
@@ -284,6 +325,13 @@ def best_run(verdict: Mapping[str, Any]) -> str | None:
     if not runs:
         return None
     return max((r["verdict"] for r in runs), key=GATE_ORDER.index)
+
+
+def unstable_rate(result: Mapping[str, Any]) -> float | None:
+    """For an UNSTABLE criterion result (``--repeat``): the lowest pass rate of its UNSTABLE
+    scenario verdicts; else None."""
+    rates = [r for v in result.get("scenarios") or [] if (r := rate_of(v)) is not None]
+    return min(rates) if rates and result.get("verdict") == "UNSTABLE" else None
 
 
 def flaky_best(result: Mapping[str, Any]) -> str | None:
@@ -329,7 +377,17 @@ def updated_expectations(
             target = prev.agent if prev else (agent["name"] if len(agents) > 1 else None)
             if any(e.criterion == cid and e.agent == target for e in new):
                 continue  # one general entry already covers it (several agents, same verdict)
-            new.append(Expectation(cid, verdict, reason, target, flaky=flaky))
+            rate = unstable_rate(res)
+            new.append(
+                Expectation(
+                    cid,
+                    verdict,
+                    reason,
+                    target,
+                    flaky=flaky,
+                    rate=None if rate is None else round(rate, 3),
+                )
+            )
     order = {c.id: i for i, c in enumerate(CATALOGUE)}
     merged = sorted(kept + new, key=lambda e: (order.get(e.criterion, 1 << 30), e.agent or ""))
     return Expectations(merged, old.source, CATALOGUE_VERSION)
@@ -353,6 +411,8 @@ def write_expectations(path: str | os.PathLike[str], expectations: Expectations)
             entry["agent"] = e.agent
         if e.flaky:
             entry["flaky"] = True
+        if e.rate is not None:
+            entry["rate"] = e.rate
         dumped = yaml.safe_dump(
             [entry], allow_unicode=True, sort_keys=False, default_flow_style=False, width=1000
         )

@@ -220,6 +220,16 @@ class RunSettings:
         cli=flag("--verify"),
         plugin=flag("--conformance-verify"),
     )
+    repeat: int | None = _option(
+        None,  # one run
+        "run every scenario N times (spread over -n processes): a criterion whose runs all "
+        "agree keeps their verdict, one whose runs disagree is UNSTABLE with how many of the N "
+        "passed; default 1",
+        type=int,
+        metavar="N",
+        cli=flag("--repeat"),
+        plugin=flag("--conformance-repeat"),
+    )
     keyword: str | None = _option(
         None,
         "only scenarios whose name '<scenario-id>[<agent>]' matches this pytest -k expression",

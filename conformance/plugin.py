@@ -236,10 +236,15 @@ class ScenarioFile(pytest.File):
             scenario = load_scenario(self.path)
         except FakesError as exc:
             raise self.CollectError(str(exc)) from exc
-        for label in _state(self.config).labels:
-            yield ScenarioItem.from_parent(
-                self, name=f"{scenario.id}[{label}]", scenario=scenario, agent=label
-            )
+        state = _state(self.config)
+        repeat = state.run.repeat
+        for label in state.labels:
+            for r in range(repeat):
+                # One item per run of --repeat N, so that -n spreads the runs too.
+                name = f"{scenario.id}[{label}]" + (f"[run{r + 1}]" if repeat > 1 else "")
+                yield ScenarioItem.from_parent(
+                    self, name=name, scenario=scenario, agent=label, repeat=r
+                )
 
 
 class ConformanceFailure(Exception):
@@ -249,16 +254,17 @@ class ConformanceFailure(Exception):
 class ScenarioItem(pytest.Item):
     """One scenario run by one agent."""
 
-    def __init__(self, *, scenario: Any, agent: str, **kwargs: Any) -> None:
+    def __init__(self, *, scenario: Any, agent: str, repeat: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scenario = scenario
         self.agent = agent
+        self.repeat = repeat
         self.payload: ScenarioRun | None = None
 
     def runtest(self) -> None:
         run = _state(self.config).run
         index = self.session.items.index(self) if self in self.session.items else 0
-        self.payload = run.run_scenario(self.agent, self.scenario, index=index)
+        self.payload = run.run_scenario(self.agent, self.scenario, index=index, repeat=self.repeat)
         for cid, v in self.payload["verdicts"].items():
             self.user_properties.append((cid, v["verdict"]))
         lines = [

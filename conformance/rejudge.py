@@ -34,6 +34,7 @@ from conformance.bundle import MANIFEST as BUNDLE_MANIFEST
 from conformance.bundle import RESULTS as BUNDLE_RESULTS
 from conformance.errors import ConformanceError
 from conformance.release import CATALOGUE_VERSION, Change, changes_between, rules_sha256
+from conformance.repeat import combine
 from conformance.run.gate import admit
 from conformance.run.judge import evidence_of, judge
 from conformance.run.record import drive_of, evidence_digest
@@ -138,8 +139,20 @@ def _verdicts_of(
 def _settled(
     entry: dict[str, Any], agent: dict[str, Any], run: dict[str, Any]
 ) -> dict[str, dict[str, Any]]:
-    """The verdicts of a saved scenario entry, settled as the run settled them: a failed timing
-    verdict confirmed on a slower clock (the entry is the confirming run, ``first_run`` or
+    """The verdicts of a saved scenario entry, settled as the run settled them: each run of
+    ``--repeat`` settled on its own, then joined (``conformance.repeat``)."""
+    repeats = entry.get("repeats")
+    if not repeats:
+        return _settled_run(entry, agent, run)
+    runs = [{k: v for k, v in entry.items() if k != "repeats"}, *repeats]
+    return combine([(r, _settled_run(r, agent, run)) for r in runs])[1]
+
+
+def _settled_run(
+    entry: dict[str, Any], agent: dict[str, Any], run: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """The verdicts of one saved run, settled as the run settled them: a failed timing verdict
+    confirmed on a slower clock (the entry is the confirming run, ``first_run`` or
     ``fast_clock_run`` the first), then the reruns of ``--verify``."""
     current = (entry, _verdicts_of(entry, agent, run))
     first = entry.get("first_run") or entry.get("fast_clock_run")
@@ -159,7 +172,12 @@ def _check(entry: dict[str, Any]) -> str | None:
     of a confirmed verdict, the reruns of ``--verify``) are checked too."""
     if "scenario" not in entry or "evidence_sha256" not in entry:
         return "written before evidence was kept for re-judging (no saved scenario)"
-    inner = [entry.get("first_run"), entry.get("fast_clock_run"), *(entry.get("reruns") or [])]
+    inner = [
+        entry.get("first_run"),
+        entry.get("fast_clock_run"),
+        *(entry.get("reruns") or []),
+        *(entry.get("repeats") or []),
+    ]
     for i, run in enumerate([entry, *(r for r in inner if r)]):
         if evidence_digest(run) != run.get("evidence_sha256"):
             which = "its evidence" if i == 0 else "the evidence of a run kept in it"

@@ -45,6 +45,7 @@ from conformance.checks.waits import retry_waits
 from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
 from conformance.reaction import NO_REACTION, Reaction
 from conformance.release import CATALOGUE_VERSION, rules_sha256
+from conformance.repeat import combine
 from conformance.run.drive import Drive, drive, not_driven
 from conformance.run.gate import (
     DEFAULT_DIALECT,
@@ -223,6 +224,7 @@ class RunConfig:
     tool_transport: str = "http"
     timing: Timing = DEFAULT_TIMING
     verify: int = 0
+    repeat: int = 1
 
 
 def run_checked(
@@ -254,9 +256,33 @@ def run_checked(
 
 
 def progress_line(i: int, n: int, entry: dict, verdicts: dict[str, dict]) -> str:
-    """One progress line per scenario: ``[i/n] id: status, worst VERDICT``."""
+    """One progress line per scenario: ``[i/n] id: status, worst VERDICT``, and what was run
+    again to reach it (a timing verdict confirmed on a slower clock, --verify reruns, repeats)."""
     worst = aggregate([v["verdict"] for v in verdicts.values()])
-    return f"[{i}/{n}] {entry['id']}: {entry['status']}, worst {worst}"
+    line = f"[{i}/{n}] {entry['id']}: {entry['status']}, worst {worst}"
+    notes = []
+    confirmed = sorted(cid for cid, v in verdicts.items() if v.get("confirmed"))
+    if confirmed:
+        on = verdicts[confirmed[0]]["confirmed"]["on"]
+        shown = ", ".join(
+            f"{cid} {verdicts[cid]['confirmed']['first']['verdict']} -> {verdicts[cid]['verdict']}"
+            for cid in confirmed
+        )
+        notes.append(f"timing confirmed on {on}: {shown}")
+    if entry.get("reruns"):
+        flaky = sorted(cid for cid, v in verdicts.items() if v.get("flaky"))
+        notes.append(
+            f"{len(entry['reruns'])} rerun(s)" + (f", flaky {', '.join(flaky)}" if flaky else "")
+        )
+    if entry.get("repeats"):
+        runs = len(entry["repeats"]) + 1
+        unstable = sorted(
+            f"{cid} {v['repeat']['passed']}/{runs}"
+            for cid, v in verdicts.items()
+            if v.get("verdict") == "UNSTABLE"
+        )
+        notes.append(f"{runs} runs" + (f", UNSTABLE {', '.join(unstable)}" if unstable else ""))
+    return line + (f" ({'; '.join(notes)})" if notes else "")
 
 
 def agent_results(
@@ -318,19 +344,24 @@ def run_suite(
     verify: int = 0,
     tool_transport: str = "http",
     reaction: Reaction = NO_REACTION,
+    repeat: int = 1,
 ) -> dict:
     """Run ``scenarios`` in order in ``dialect``; return the agent's results entry (contracts
     §4). A failed timing verdict is confirmed on a slower clock, and with ``verify`` rerun
-    (``conformance.verify``); waits are judged net of the agent's ``reaction``."""
+    (``conformance.verify``); waits are judged net of the agent's ``reaction``. With ``repeat``
+    each scenario runs that many times, its runs joined (``conformance.repeat``)."""
     scenarios = list(scenarios)
-    config = RunConfig(time_scale, dialect, tool_transport, timing, verify)
+    config = RunConfig(time_scale, dialect, tool_transport, timing, verify, repeat)
     runs: list[tuple[dict, dict[str, dict]]] = []
     try:
         for i, scenario in enumerate(scenarios, 1):
             if stop is not None and stop.is_set():
                 break
-            entry, verdicts = run_checked(
-                gateway, adapter, scenario, config, rerun(scenario), reaction
+            entry, verdicts = combine(
+                [
+                    run_checked(gateway, adapter, scenario, config, rerun(scenario), reaction)
+                    for _ in range(max(1, repeat))
+                ]
             )
             runs.append((entry, verdicts))
             if progress:
@@ -354,6 +385,7 @@ def results_document(
     dialect: str = DEFAULT_DIALECT,
     timing: dict | None = None,
     tool_transport: str = "http",
+    repeat: int = 1,
 ) -> dict:
     """Wrap agents' results into the results document of contracts §4 (``timing``: the run's
     measured timing allowances, ``conformance.timing``)."""
@@ -376,6 +408,7 @@ def results_document(
             "catalogue_sha256": rules_sha256(),
             "dialect": dialect,
             "tool_transport": tool_transport,
+            "repeat": repeat,  # how many runs of each scenario the verdicts rest on
             **({"timing": timing} if timing is not None else {}),
         },
         "catalogue": [asdict(c) for c in CATALOGUE],

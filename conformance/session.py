@@ -45,6 +45,7 @@ from conformance.expectations import (
 )
 from conformance.options import DEFAULT_EXPECTATIONS, RunSettings
 from conformance.reaction import NO_REACTION, Reaction
+from conformance.repeat import combine
 from conformance.runner import (
     DEFAULT_TIME_SCALE,
     RunConfig,
@@ -99,6 +100,7 @@ class ScenarioRun(TypedDict):
     adapter: str
     capabilities: list[str]
     index: int  # the item's place in collection order
+    repeat: int  # which of the scenario's --repeat runs (from 0)
     entry: dict  # runner.run_scenario's results entry
     verdicts: dict[str, dict]  # and its verdicts
     timing: dict  # the timing allowances it was judged with (conformance.timing.Timing)
@@ -147,6 +149,10 @@ class RunSession:
         if settings.processes < 1:
             flag = settings.flag_of("processes")
             raise RunInputError(f"{flag} must be at least 1, got {settings.processes}")
+        self.repeat = 1 if settings.repeat is None else settings.repeat
+        if self.repeat < 1:
+            flag = settings.flag_of("repeat")
+            raise RunInputError(f"{flag} must be at least 1, got {settings.repeat}")
         self.verify = settings.verify or 0
         if self.verify < 0:
             flag = settings.flag_of("verify")
@@ -311,6 +317,7 @@ class RunSession:
                     verify=self.verify,
                     tool_transport=transport,
                     reaction=reaction,
+                    repeat=self.repeat,
                 )
                 result["name"] = agent.label
                 agents.append(result)
@@ -329,10 +336,14 @@ class RunSession:
             tool_transport=self.settings.tool_transport,
             timing=self.timing,
             verify=self.verify,
+            repeat=self.repeat,
         )
 
-    def run_scenario(self, label: str, scenario: Scenario, *, index: int) -> ScenarioRun:
-        """Run one scenario with the agent ``label`` (a pytest item's run)."""
+    def run_scenario(
+        self, label: str, scenario: Scenario, *, index: int, repeat: int = 0
+    ) -> ScenarioRun:
+        """Run one scenario with the agent ``label`` (a pytest item's run; ``repeat``: which of
+        the scenario's ``--repeat`` runs it is, from 0)."""
         agent = self.agent(label)
         dialect, transport = self.settings.dialect, self.settings.tool_transport
         reaction = self.ready(agent)
@@ -351,6 +362,7 @@ class RunSession:
             "adapter": agent.adapter.name,
             "capabilities": sorted(agent.adapter.capabilities()),
             "index": index,
+            "repeat": repeat,
             "entry": entry,
             "verdicts": verdicts,
             "timing": self.timing.as_dict(),
@@ -385,17 +397,27 @@ class RunSession:
     # --- results -------------------------------------------------------------------------------
 
     def _agents_of_runs(self) -> list[dict]:
-        """The agents' results entries of the recorded runs, in collection order."""
+        """The agents' results entries of the recorded runs, in collection order, the runs of
+        one scenario (``--repeat``) joined (``conformance.repeat``)."""
         agents = []
         for agent in self.agents:
             runs = sorted((r for r in self._runs if r["agent"] == agent.label), key=_index)
+            by_scenario: dict[str, list[ScenarioRun]] = {}
+            for r in runs:
+                by_scenario.setdefault(r["entry"]["id"], []).append(r)
+            joined = [
+                combine(
+                    [(r["entry"], r["verdicts"]) for r in sorted(group, key=lambda r: r["repeat"])]
+                )
+                for group in by_scenario.values()
+            ]
             if runs:
                 agents.append(
                     agent_results(
                         agent.label,
                         runs[0]["adapter"],
                         runs[0]["capabilities"],
-                        [(r["entry"], r["verdicts"]) for r in runs],
+                        joined,
                         traits=agent.adapter.traits,
                     )
                 )
@@ -414,6 +436,7 @@ class RunSession:
             dialect=self.settings.dialect,
             tool_transport=self.settings.tool_transport,
             timing=run_timing(list(self._calibrations.values())),
+            repeat=self.repeat,
         )
         if self.selection is not None:
             doc["run"]["shard"] = dict(self.selection)  # reports.merge joins the parts

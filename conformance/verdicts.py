@@ -10,12 +10,16 @@ from conformance.checks.finding import Finding
 
 __all__ = ["VERDICTS", "SEVERITY", "Verdict", "verdict_for", "aggregate"]
 
-Verdict = Literal["PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT"]
+Verdict = Literal[
+    "PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT", "UNSTABLE"
+]
 VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 
 # Worst first: the aggregate of a criterion is the worst verdict among its scenarios.
+# UNSTABLE (the runs of ``--repeat`` disagree: conformance.repeat) ranks next to FAIL.
 SEVERITY: tuple[Verdict, ...] = (
     "FAIL",
+    "UNSTABLE",
     "NON-STRICT",
     "ERROR",
     "TIMEOUT",
@@ -41,8 +45,8 @@ def verdict_for(criterion: Criterion, finding: Finding) -> Verdict:
 
 
 def aggregate(verdicts: Iterable[str]) -> Verdict:
-    """The worst verdict (FAIL > NON-STRICT > ERROR > TIMEOUT > PASS > INFORMATIONAL >
-    UNSUPPORTED); UNSUPPORTED when there is none."""
+    """The worst verdict (FAIL > UNSTABLE > NON-STRICT > ERROR > TIMEOUT > PASS >
+    INFORMATIONAL > UNSUPPORTED); UNSUPPORTED when there is none."""
     items = list(verdicts)
     for v in items:
         if v not in SEVERITY:

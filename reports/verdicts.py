@@ -6,11 +6,15 @@ from collections.abc import Sequence
 
 __all__ = ["JUDGED", "SEVERITY", "VERDICTS", "worst"]
 
-VERDICTS = ("PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT")
+VERDICTS = (
+    "PASS", "FAIL", "NON-STRICT", "UNSUPPORTED", "INFORMATIONAL", "ERROR", "TIMEOUT", "UNSTABLE"
+)  # fmt: skip
 # Verdicts that judged the behaviour (the others say why it was not judged).
-JUDGED = ("PASS", "FAIL", "NON-STRICT")
-# Worst first, as in the results contract.
-SEVERITY = ("FAIL", "NON-STRICT", "ERROR", "TIMEOUT", "PASS", "INFORMATIONAL", "UNSUPPORTED")
+JUDGED = ("PASS", "FAIL", "NON-STRICT", "UNSTABLE")
+# Worst first, as in the results contract (UNSTABLE: the runs of --repeat disagreed).
+SEVERITY = (
+    "FAIL", "UNSTABLE", "NON-STRICT", "ERROR", "TIMEOUT", "PASS", "INFORMATIONAL", "UNSUPPORTED"
+)  # fmt: skip
 
 
 def worst(verdicts: Sequence[str]) -> str:

@@ -1,0 +1,72 @@
+"""``--repeat N``: every scenario run N times, and a verdict that says when the runs disagree.
+
+Theory of operation: a real agent is a stochastic program; one run of a scenario shows one of
+its behaviours. With ``--repeat N`` each scenario is run N times (spread over ``-n`` workers
+like any other item) and :func:`combine` joins the runs of one scenario: a criterion whose runs
+all gave one verdict keeps it; one whose runs disagree is **UNSTABLE**, with how many runs
+passed (``passed`` of ``runs``), every run's verdict and what it observed, and which run passed
+and which failed (indexes into the entry's runs: 0 is the entry itself, then ``repeats``). A
+criterion's aggregate ranks UNSTABLE next to FAIL (``conformance.verdicts.SEVERITY``), and a
+CI gate fails on it unless the expectations file records it with the pass rate it may not fall
+below (``conformance.expectations``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from conformance.verdicts import aggregate
+
+__all__ = ["PASSING", "UNSTABLE", "combine", "rate_of"]
+
+UNSTABLE = "UNSTABLE"
+PASSING = frozenset({"PASS", "INFORMATIONAL", "UNSUPPORTED"})  # a run that did not fail
+
+Run = tuple[dict[str, Any], dict[str, dict[str, Any]]]
+
+
+def rate_of(verdict: dict[str, Any]) -> float | None:
+    """The pass rate of an UNSTABLE scenario verdict (None for any other verdict)."""
+    rep = verdict.get("repeat") if verdict.get("verdict") == UNSTABLE else None
+    if not rep:
+        return None
+    return float(rep["passed"]) / float(rep["runs"])
+
+
+def combine(runs: list[Run]) -> Run:
+    """The runs of one scenario joined (module doc); one run is returned as it is."""
+    if len(runs) == 1:
+        return runs[0]
+    entry = {**runs[0][0], "repeats": [r[0] for r in runs[1:]]}
+    cids = list(dict.fromkeys(cid for _, verdicts in runs for cid in verdicts))
+    combined: dict[str, dict[str, Any]] = {}
+    for cid in cids:
+        seen = [verdicts.get(cid) for _, verdicts in runs]
+        said = [v["verdict"] if v else "ERROR" for v in seen]
+        first = next(v for v in seen if v)
+        if len(set(said)) == 1:
+            combined[cid] = first
+            continue
+        passed = [i for i, v in enumerate(said) if v in PASSING]
+        failed = [i for i, v in enumerate(said) if v not in PASSING]
+        worst = aggregate(said)
+        shown = next(v for v in seen if v and v["verdict"] == worst)
+        observed = "; ".join(
+            f"run {i + 1}: {v}" + (f" ({s.get('observed')})" if s and v not in PASSING else "")
+            for i, (v, s) in enumerate(zip(said, seen, strict=True))
+        )
+        combined[cid] = {
+            "id": first["id"],
+            "verdict": UNSTABLE,
+            "expected": shown.get("expected"),
+            "observed": f"{len(passed)} of {len(runs)} runs passed: {observed}",
+            "repeat": {
+                "runs": len(runs),
+                "passed": len(passed),
+                "verdicts": said,
+                "passing_run": passed[0] if passed else None,
+                "failing_run": failed[0] if failed else None,
+                "worst": worst,
+            },
+        }
+    return entry, combined
