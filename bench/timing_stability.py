@@ -1,7 +1,7 @@
 """Do timing verdicts hold under load? Whole-suite runs back to back (not a test; an hour at N=20).
 
 ``python bench/timing_stability.py [--runs N] [--verify V] [--agents A,B,...] [--no-broken]
-[--no-load] [--out DIR] [--summary-only]``
+[--delays MS,MS] [-n N] [--no-load] [--out DIR] [--summary-only]``
 
 Each round runs, one after the other, every agent over the whole suite with ``conformance run
 -n 2 --verify V``, then every timing broken copy of the reference agent (an outside process:
@@ -36,7 +36,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "scenarios" / "criteria"
 # The reference agent as an outside program speaking the adapter protocol (with its jitter).
 OUTSIDE = f"cmd:env PYTHONPATH={shlex.quote(str(ROOT))} {shlex.quote(sys.executable)} -m conformance.reference adapter"
-AGENTS = {"reference": "reference", "openai-sdk": "openai-sdk", "outside": OUTSIDE}
+# The reference agent with a fixed real delay before every request (bench/delayed_agent.py): a
+# correct agent on a slower runtime, whose verdicts must be the undelayed agent's.
+DELAYED = f"cmd:env PYTHONPATH={shlex.quote(str(ROOT))} {shlex.quote(sys.executable)} {shlex.quote(str(ROOT / 'bench' / 'delayed_agent.py'))} --delay-ms"
+NODE = f"cmd:node {shlex.quote(str(ROOT / 'examples' / 'node-agent' / 'agent.mjs'))}"
+AGENTS = {"reference": "reference", "openai-sdk": "openai-sdk", "outside": OUTSIDE, "node": NODE}
 # Broken copies that violate timing, and the criterion each must fail in every run.
 BROKEN = {
     "jitter": "RTY-08",  # no jitter
@@ -100,11 +104,13 @@ def judging(criterion: str) -> list[Path]:
     return [Path(s.source) for s in load_scenarios(SUITE) if criterion in s.criteria]
 
 
-def run_once(label: str, spec: str, scenarios: list[Path], verify: int, workdir: Path) -> dict:
-    """One ``conformance run -n 2`` of ``spec``; its verdicts, flaky criteria and timing."""
-    results = workdir / f"{label.replace(':', '-')}.json"
+def run_once(
+    label: str, spec: str, scenarios: list[Path], verify: int, workdir: Path, processes: int = 2
+) -> dict:
+    """One ``conformance run -n N`` of ``spec``; its verdicts, flaky criteria and timing."""
+    results = workdir / f"{label.replace(':', '-').replace('@', '-')}.json"
     cmd = _conformance(
-        "-n", "2", "--verify", str(verify), "--agent", spec,
+        "-n", str(processes), "--verify", str(verify), "--agent", spec,
         "--results", str(results), "--report-dir", str(workdir / f"{label.replace(':', '-')}-report"),
     )  # fmt: skip
     for path in scenarios:
@@ -135,6 +141,11 @@ def run_once(label: str, spec: str, scenarios: list[Path], verify: int, workdir:
         "timing": {
             k: v for k, v in (doc["run"].get("timing") or {}).items() if k != "calibrations"
         },
+        "confirmed": sorted(
+            {cid for s in agent["scenarios"] if s.get("first_run") for cid in crit}
+            & {cid for cid, c in crit.items() for v in c["scenarios"] if v.get("confirmed")}
+        ),
+        "reaction": next((s["reaction"] for s in agent["scenarios"] if s.get("reaction")), None),
         "wall_s": round(wall, 1),
         "exit": proc.returncode,
     }
@@ -149,7 +160,7 @@ def summarize(rows: list[dict]) -> str:
     for label, runs in by_label.items():
         good = [r for r in runs if "verdicts" in r]
         if label.startswith("broken:"):
-            switch = label.split(":", 1)[1]
+            switch = label.split(":", 1)[1].split("@", 1)[0]
             cid = BROKEN[switch]
             failed = sum(r["verdicts"].get(cid) in FAILING for r in good)
             seen = collections.Counter(r["verdicts"].get(cid) for r in good)
@@ -192,6 +203,13 @@ def main() -> int:
     p.add_argument("--verify", type=int, default=2, help="--verify of every run (default 2)")
     p.add_argument("--agents", default=",".join(AGENTS), help=f"of {', '.join(AGENTS)}")
     p.add_argument("--no-broken", action="store_true", help="leave the broken copies out")
+    p.add_argument(
+        "--delays",
+        default="",
+        help="comma-separated real delays in ms (e.g. 30,100): the reference agent delayed by "
+        "each before every request, and the broken copies delayed by the first, join the plan",
+    )
+    p.add_argument("-n", "--processes", type=int, default=2, help="-n of every run (default 2)")
     p.add_argument("--no-load", action="store_true", help="no second run beside (idle machine)")
     p.add_argument("--out", type=Path, default=Path("timing-stability"))
     p.add_argument("--summary-only", action="store_true", help="summarize DIR/runs.jsonl")
@@ -201,8 +219,15 @@ def main() -> int:
     if not args.summary_only:
         agents = [a for a in args.agents.split(",") if a]
         plan = [(a, AGENTS[a], [SUITE]) for a in agents]
+        delays = [int(d) for d in args.delays.split(",") if d]
+        plan += [(f"delayed-{d}ms", f"{DELAYED} {d}", [SUITE]) for d in delays]
         if not args.no_broken:
             plan += [(f"broken:{s}", f"{OUTSIDE} --off {s}", judging(c)) for s, c in BROKEN.items()]
+            if delays:
+                plan += [
+                    (f"broken:{s}@{delays[0]}ms", f"{DELAYED} {delays[0]} --off {s}", judging(c))
+                    for s, c in BROKEN.items()
+                ]
         with tempfile.TemporaryDirectory(prefix="timing-stability-") as tmp:
             work = Path(tmp)
             load = Load(work) if not args.no_load else None
@@ -211,7 +236,7 @@ def main() -> int:
             try:
                 for n in range(1, args.runs + 1):
                     for label, spec, scenarios in plan:
-                        row = run_once(label, spec, scenarios, args.verify, work)
+                        row = run_once(label, spec, scenarios, args.verify, work, args.processes)
                         row["round"] = n
                         with log.open("a", encoding="utf-8") as f:
                             f.write(json.dumps(row) + "\n")
