@@ -580,7 +580,7 @@ def _refusal_body(request: web.Request, message: str) -> dict[str, Any]:
         if path.endswith(d.PATH):
             type_ = "permission_error" if d.NAME == "anthropic_messages" else "forbidden_host"
             return d.error_body(message, type_)
-    return DIALECTS["openai_chat"].error_body(message, "forbidden_host")
+    return REGISTRY["openai_chat"].error_body(message, "forbidden_host")
 
 
 def _api_key(request: web.Request) -> str | None:

@@ -4,6 +4,7 @@ the script, tool cursors, MCP sessions and faults and the journal start over; id
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 import httpx
@@ -11,9 +12,12 @@ import pytest
 from gw_wire import scenario
 from mcp import Client, MCPError
 
+from fakes import Scenario
 from fakes.errors import FakesError
 from fakes.pytest_plugin import sessions_on
 from fakes.remote import GatewayProcess
+from fakes.retention import Retention
+from fakes.session import SessionState
 
 SCENARIO = scenario(
     {"reply": {"text": "one"}},
@@ -106,3 +110,25 @@ def test_a_gateway_process_session_restarts():
         assert s.restart() == 2
         assert _texts(c, s.base_url, 1) == ["one"]
         assert [e["seq"] for e in s.journal()["entries"]] == [0]
+
+
+def test_a_restarted_state_equals_a_fresh_one_in_every_field():
+    """Every field a run changes is reset: a field added later without a reset fails here."""
+    sc = Scenario.from_dict(SCENARIO)
+    st = SessionState(scenario=sc, time_scale=0.5, retention=Retention(entries=5))
+    st.used[0] = 1
+    st.tool_cursor["w"] = 2
+    st.mcp_sessions["m"] = "2025-11-25"
+    st.mcp_counts["tools/call"] = 3
+    st.mcp_tools = []
+    st.agent_clock = (1.0, 2.0)
+    st.add({"seq": 0})  # type: ignore[typeddict-item]
+    assert st.restart() == 1
+    fresh = SessionState(scenario=sc, time_scale=0.5, id=st.id, retention=st.retention)
+    kept = {"_headers_out"}  # a wake-up event, not state of the run
+    for f in dataclasses.fields(SessionState):
+        if f.name not in kept:
+            got, want = getattr(st, f.name), getattr(fresh, f.name)
+            if f.name == "entries":
+                got, want = (list(got), got.maxlen), (list(want), want.maxlen)
+            assert got == want, f.name
