@@ -34,6 +34,15 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     s.add_argument("--tls", action="store_true", help="serve HTTPS with a throwaway CA")
     s.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name or address requests may name in Host and Origin besides localhost, "
+        "127.0.0.1, [::1] and the --host address (repeatable; '*': any host, which gives up "
+        "the protection against DNS rebinding)",
+    )
+    s.add_argument(
         "--time-scale",
         type=float,
         default=1.0,
@@ -69,7 +78,9 @@ def _retention(args: argparse.Namespace) -> Retention:
 async def _serve(args: argparse.Namespace) -> None:
     scenarios = load_scenarios(args.path)
     keep = _retention(args)
-    async with Gateway(args.host, args.port, tls=args.tls, retention=keep) as gw:
+    async with Gateway(
+        args.host, args.port, tls=args.tls, retention=keep, allowed_hosts=args.allow_host
+    ) as gw:
         sessions = [gw.create_session(sc, time_scale=args.time_scale) for sc in scenarios]
         index = f"{gw.base_url}/"
         # The first URL printed is one a client can use as is: with one scenario the root /v1
@@ -83,13 +94,22 @@ async def _serve(args: argparse.Namespace) -> None:
         if gw.ca_file:
             print(f"ca_file: {gw.ca_file}", flush=True)
         for sc, s in zip(scenarios, sessions, strict=True):
-            print(f"{sc.id}: {s.base_url}  tools: {s.tool_endpoint}", flush=True)
+            print(
+                f"{sc.id}: {s.base_url}  tools: {s.tool_endpoint}  mcp: {s.mcp_endpoint}",
+                flush=True,
+            )
         ring = f"the last {keep.entries} entries" if keep.entries else "every entry"
         cap = (
             f"bodies over {keep.body_bytes} bytes as digests" if keep.body_bytes else "bodies whole"
         )
         print(
             f"journal: {ring} of each session, {cap} (--journal-entries, --journal-body-bytes)",
+            file=sys.stderr,
+            flush=True,
+        )
+        print(
+            f"restart a scenario: POST {gw.base_url}/_control/sessions/<session>/restart "
+            "(the session id follows /s/ in its URLs)",
             file=sys.stderr,
             flush=True,
         )

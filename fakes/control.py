@@ -1,6 +1,8 @@
 """The control endpoints a harness in another process needs beyond creating, reading and dropping
 sessions (those are in ``fakes.server``): the abort watcher's wait for a step's headers, the
-agent's fast clock, and the measurement of the gateway loop's timer overshoot."""
+agent's fast clock, the measurement of the gateway loop's timer overshoot, and the restart of a
+session's scenario (a user of ``fakes serve`` runs a client again without restarting the
+server)."""
 
 from __future__ import annotations
 
@@ -67,6 +69,24 @@ def add_control_routes(router: Any, sessions: dict[str, SessionState]) -> None:
             return _err(400, "seconds must be a number")
         return web.json_response(await overshoot(seconds))
 
+    async def restart(request: web.Request) -> web.Response:
+        """Start the session's scenario over (``SessionState.restart``), same id and URLs:
+        ``{"session", "restarted": true, "dropped_entries"}``; 409 for a session that refuses
+        connections on a port of its own."""
+        st = session(request)
+        if st is None:
+            return unknown(request)
+        if st.refused is not None:
+            return _err(
+                409,
+                f"session {st.id!r} (scenario {st.scenario.id!r}) refuses connections on a port "
+                "of its own, whose window cannot be replayed: drop it and create a new session "
+                "(POST /_control/sessions)",
+            )
+        dropped = st.restart()
+        return web.json_response({"session": st.id, "restarted": True, "dropped_entries": dropped})
+
     router.add_get("/_control/sessions/{sid}/headers/{step}", headers_out)
+    router.add_post("/_control/sessions/{sid}/restart", restart)
     router.add_put("/_control/sessions/{sid}/agent_clock", agent_clock)
     router.add_get("/_control/calibrate", calibrate)

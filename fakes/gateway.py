@@ -9,7 +9,7 @@ import ssl
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -82,6 +82,22 @@ class Session:
         """Poll the journal until ``pred(journal)`` is true; raise FakesError on timeout."""
         return poll_journal(self.id, self.journal, pred, timeout)
 
+    def restart(self) -> int:
+        """Start the scenario over, same id and URLs (``POST
+        /_control/sessions/<sid>/restart``); the entries the journal had journaled. FakesError
+        for a session that refuses connections on a port of its own."""
+
+        def go() -> int:
+            st = self._gw.app.sessions[self.id]
+            if st.refused is not None:
+                raise FakesError(
+                    f"session {self.id!r} refuses connections on a port of its own, whose "
+                    "window cannot be replayed: drop it and create a new session"
+                )
+            return st.restart()
+
+        return self._gw._call(go)
+
 
 class Gateway:
     """The gateway on the current event loop: ``async with Gateway() as gw``."""
@@ -93,10 +109,13 @@ class Gateway:
         tls: bool = False,
         *,
         retention: Retention | None = None,
+        allowed_hosts: Iterable[str] = (),
     ) -> None:
-        """``retention``: how much of each session's journal to keep (default: everything)."""
+        """``retention``: how much of each session's journal to keep (default: everything);
+        ``allowed_hosts``: names a request may carry in ``Host`` / ``Origin`` besides the
+        loopback ones and ``host`` (``*``: any), see ``fakes.loopback``."""
         self.host, self.port, self.tls = host, port, tls
-        self.app = GatewayApp(retention)
+        self.app = GatewayApp(retention, allowed_hosts=allowed_hosts, bind_host=host)
         self.ca_file: str | None = None
         self.base_url = ""
         self._runner: web.AppRunner | None = None
@@ -173,9 +192,10 @@ class Gateway:
         tls: bool = False,
         *,
         retention: Retention | None = None,
+        allowed_hosts: Iterable[str] = (),
     ) -> Iterator[SyncGateway]:
         """Start the gateway on its own thread and event loop for synchronous callers."""
-        gw = SyncGateway(cls(host, port, tls, retention=retention))
+        gw = SyncGateway(cls(host, port, tls, retention=retention, allowed_hosts=allowed_hosts))
         gw.start()
         try:
             yield gw

@@ -77,6 +77,12 @@ class RemoteSession:
         """Poll the journal until ``pred(journal)`` is true; raise FakesError on timeout."""
         return poll_journal(self.id, self.journal, pred, timeout)
 
+    def restart(self) -> int:
+        """Start the scenario over, same id and URLs; the entries the journal had journaled.
+        FakesError for a session that refuses connections on a port of its own."""
+        answer = self._gw.call("POST", f"/_control/sessions/{quote(self.id)}/restart", {})
+        return int(answer["dropped_entries"])
+
 
 class GatewayProcess:
     """A gateway served by a child process: a ``fakes.GatewayHandle``, as ``SyncGateway`` is."""

@@ -21,7 +21,7 @@ import functools
 import json
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Literal, cast, overload
 
@@ -44,6 +44,7 @@ from fakes.journal import (
     UnknownEntry,
 )
 from fakes.journal import Response as ResponseRecord
+from fakes.loopback import HostCheck, host_check_middleware
 from fakes.plan import DIALECTS, Plan, harness_error_plan, make_plan
 from fakes.refuse import RefusingPort
 from fakes.retention import Retention, digest, kept_text
@@ -67,7 +68,15 @@ def _err(
 class GatewayApp:
     """Holds the sessions and builds the aiohttp ``web.Application``."""
 
-    def __init__(self, retention: Retention | None = None) -> None:
+    def __init__(
+        self,
+        retention: Retention | None = None,
+        *,
+        allowed_hosts: Iterable[str] = (),
+        bind_host: str = "127.0.0.1",
+    ) -> None:
+        """``allowed_hosts``: host names a request may carry in ``Host`` / ``Origin`` besides
+        the loopback ones and ``bind_host`` (``fakes.loopback``)."""
         self.sessions: dict[str, SessionState] = {}
         self.retention = retention or Retention()
         # The session the root ``/v1`` serves too (``serve_at_root``); None: the root serves none.
@@ -78,7 +87,11 @@ class GatewayApp:
         self.runner: web.AppRunner | None = None
         self.ssl_context: ssl.SSLContext | None = None
         self._closing: set[asyncio.Task[None]] = set()
-        self.app = web.Application(client_max_size=MAX_BODY_BYTES)
+        self.host_check = HostCheck(allowed_hosts, bind_host)
+        self.app = web.Application(
+            client_max_size=MAX_BODY_BYTES,
+            middlewares=[host_check_middleware(self.host_check, _refusal_body)],
+        )
         r = self.app.router
         r.add_post("/_control/sessions", self._create)
         r.add_get("/_control/sessions/{sid}/journal", self._journal)
@@ -549,6 +562,25 @@ class GatewayApp:
             r["sent_digest"] = sent_digest
         if r.get("t_end_ns") is None:  # stamped by the writer as the last byte left, if it did
             r["t_end_ns"] = time.monotonic_ns()
+
+
+def _refusal_body(request: web.Request, message: str) -> dict[str, Any]:
+    """The body of a refused Host / Origin in the error shape of the endpoint asked: JSON-RPC on
+    the MCP endpoint, the dialect's on a model endpoint, chat completions' elsewhere."""
+    path = request.path.rstrip("/")
+    if path.endswith("/mcp"):
+        return {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": mcp.SERVER_ERROR, "message": message},
+        }
+    if path.endswith("/v1/messages/count_tokens"):
+        path = path.removesuffix("/count_tokens")
+    for d in REGISTRY.values():
+        if path.endswith(d.PATH):
+            type_ = "permission_error" if d.NAME == "anthropic_messages" else "forbidden_host"
+            return d.error_body(message, type_)
+    return REGISTRY["openai_chat"].error_body(message, "forbidden_host")
 
 
 def _api_key(request: web.Request) -> str | None:

@@ -120,6 +120,22 @@ class SessionState:
                 return self.headers_out(step)
         return True
 
+    def restart(self) -> int:
+        """Start the scenario over, as a new session with the same id would: the script, the
+        tool cursors, the MCP sessions and faults, the agent clock and the journal (``seq``
+        from 0 again). Returns how many entries the journal had journaled. The caller refuses a
+        session with a port of its own (its refusal window cannot be replayed on that port)."""
+        dropped = self.count
+        self.used = [0] * len(self.scenario.script)
+        self.tool_cursor.clear()
+        self.mcp_sessions.clear()
+        self.mcp_counts.clear()
+        self.mcp_tools = None
+        self.agent_clock = None
+        self.entries = deque(maxlen=self.retention.entries)
+        self.count = 0
+        return dropped
+
     def agent_time(self, wall: float) -> float:
         """The agent's wall clock at real wall time ``wall`` (the same clock without a warp)."""
         if self.agent_clock is None:

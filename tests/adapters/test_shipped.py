@@ -488,7 +488,7 @@ def test_netns_forwarder_passes_a_reset_on(gateway, tmp_path):
         c = socket.create_connection(("127.0.0.1", {port}), timeout=5)
         body = b'{{"model": "m", "messages": [{{"role": "user", "content": "x"}}]}}'
         c.sendall(b"POST {sess.base_url.split(str(port), 1)[1]}/chat/completions HTTP/1.1\\r\\n"
-                  b"Host: x\\r\\nContent-Type: application/json\\r\\n"
+                  b"Host: 127.0.0.1\\r\\nContent-Type: application/json\\r\\n"
                   b"Content-Length: %d\\r\\n\\r\\n" % len(body) + body)
         try:
             print("data", c.recv(100))

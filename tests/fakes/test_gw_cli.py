@@ -147,3 +147,34 @@ def test_serve_refuses_a_negative_journal_bound(tmp_path, capsys):
     path = ROOT / "scenarios" / "faults" / "http-error.yaml"
     assert main(["serve", str(path), "--journal-entries", "-1"]) == 2
     assert "--journal-entries must be >= 0" in capsys.readouterr().err
+
+
+def test_serve_restarts_a_scenario_on_request(tmp_path):
+    """A client run again against `fakes serve` meets the script from its start after a POST
+    to the restart URL the server prints; the root /v1 keeps serving the session."""
+    sc = tmp_path / "once.yaml"
+    sc.write_text("id: once\ncriteria: []\nprompt: p\nscript:\n  - reply: {text: only}\n")
+    with serving(sc) as lines:
+        base_url = lines[0].split()[1]
+        sid = lines[-1].split("/s/")[1].split("/")[0]
+        assert lines[-1].endswith(f"  mcp: {base_url.removesuffix('/v1')}/s/{sid}/mcp")
+        chat = {"messages": [{"role": "user", "content": "p"}]}
+        first = [httpx.post(base_url + "/chat/completions", json=chat) for _ in range(2)]
+        assert [r.status_code for r in first] == [200, 500]  # the script is used up
+        root = base_url.removesuffix("/v1")
+        r = httpx.post(f"{root}/_control/sessions/{sid}/restart")
+        assert r.json()["dropped_entries"] == 2
+        again = httpx.post(base_url + "/chat/completions", json=chat)
+        assert again.json()["choices"][0]["message"]["content"] == "only"
+
+
+def test_serve_allows_the_hosts_it_is_told_to(tmp_path):
+    path = ROOT / "scenarios" / "faults" / "http-error.yaml"
+    with serving(path, 1, "--allow-host", "box.lan", "--allow-host", "10.1.2.3") as lines:
+        url = lines[0].split()[1] + "/models"
+        for host in ("box.lan:9000", "10.1.2.3", "localhost"):
+            assert httpx.get(url, headers={"Host": host}).status_code == 200, host
+        refused = httpx.get(url, headers={"Host": "evil.example"})
+        assert refused.status_code == 403
+        assert "'evil.example'" in refused.json()["error"]["message"]
+        assert "10.1.2.3, box.lan" in refused.json()["error"]["message"]

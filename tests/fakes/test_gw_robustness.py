@@ -75,7 +75,11 @@ def test_client_vanishing_mid_stream_is_journaled_and_server_keeps_serving(
         )
     with raw as sock:
         sock.sendall(
-            b"POST " + u.path.encode() + b"/chat/completions HTTP/1.1\r\nHost: x\r\n"
+            b"POST "
+            + u.path.encode()
+            + b"/chat/completions HTTP/1.1\r\nHost: "
+            + u.netloc.encode()
+            + b"\r\n"
             b"Content-Type: application/json\r\nContent-Length: "
             + str(len(body)).encode()
             + b"\r\n\r\n"

@@ -106,7 +106,7 @@ def test_the_journal_is_exact_while_a_stall_holds_the_rest(http_session):
     body = json.dumps({"model": "m", "messages": [], "stream": True}).encode()
     with socket.create_connection((url.hostname, url.port), timeout=5) as sock:
         sock.sendall(
-            f"POST {url.path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"POST {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
@@ -134,7 +134,7 @@ def test_a_cut_stays_byte_exact_for_a_client_that_reads_late(http_session):
         sock.settimeout(10)
         sock.connect((url.hostname, url.port))
         sock.sendall(
-            f"POST {url.path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"POST {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
