@@ -214,6 +214,13 @@ class Evidence:
         """How late an attempt may be, beyond its upper bound, in nominal seconds."""
         return (self.timing.late_slack_s + self.overhead_spread_s) / self.time_scale
 
+    @property
+    def reaction(self) -> float:
+        """The agent's own time between deciding to send a request and its arrival, at most,
+        in nominal seconds (its measured reaction or fast-clock overhead): a limit the agent
+        times from its own decision may end that much sooner after the arrival."""
+        return self.overhead_s / self.time_scale
+
     def chat(self) -> list[ChatEntry]:
         """Chat attempts in arrival order: every request the agent sent is evidence, those
         served by ``otherwise`` and those the script could not serve (a 500, failed) included."""

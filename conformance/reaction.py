@@ -14,9 +14,11 @@ request. From those gaps (real seconds):
 - the reaction, their median, is taken off every wait the timing checks judge, at most
   :data:`REACTION_CAP_S` (an agent whose reaction is longer has the rest judged as its wait);
 - their spread (largest less smallest) widens the checks' slack. When the spread, in scenario
-  seconds at the run's scale, exceeds :data:`SPREAD_LIMIT_S`, the scenarios resting on timing
-  are run at the slower scale where it does not (up to real time), and the results say so:
-  noise is never judged as a wrong wait.
+  seconds at the run's scale, exceeds :data:`SPREAD_LIMIT_S`, or the reaction exceeds
+  :data:`REACTION_LIMIT_S` (it is an allowance where it cannot be taken off exactly: a tool's
+  time limit runs from before the agent's request leaves), the scenarios resting on timing run
+  at the slower scale where neither does (up to real time), and the results say so: noise is
+  never judged as a wrong wait, and a slow runtime never widens a band by more than that.
 
 A wrong wait cannot hide in the estimate: it is measured only where no wait is due, and a
 backoff that is wrong is wrong in scenario seconds, which a reaction in real milliseconds does
@@ -45,6 +47,7 @@ __all__ = [
 
 ROUNDS = 6
 REACTION_CAP_S = 0.25  # real seconds: at most this much is taken off a wait
+REACTION_LIMIT_S = 1.0  # scenario seconds: the most a reaction may weigh in a timing scenario
 NOT_MEASURED = "not measured"
 
 _TOOL = {
@@ -173,17 +176,20 @@ def judge_reaction(gaps: list[float], scale: float) -> Reaction:
         return Reaction(gaps_s=tuple(gaps), note=f"{NOT_MEASURED}: {len(gaps)} gap(s) seen")
     median = statistics.median(gaps)
     spread = max(gaps) - min(gaps)
-    timing_scale = None
     note = (
         f"reaction {median * 1000:.1f} ms (spread {spread * 1000:.1f} ms real) taken off each wait"
     )
-    if spread / scale > SPREAD_LIMIT_S:
-        timing_scale = min(1.0, spread / SPREAD_LIMIT_S)
+    # The slowest scale at which the spread widens a band by at most SPREAD_LIMIT_S, and the
+    # reaction, an allowance where it cannot be taken off exactly (a limit the agent times from
+    # before it sends), weighs at most REACTION_LIMIT_S.
+    needed = max(spread / SPREAD_LIMIT_S, min(median, REACTION_CAP_S) / REACTION_LIMIT_S)
+    timing_scale = None
+    if needed > scale:
+        timing_scale = min(1.0, round(needed, 3))
         note += (
-            f"; its spread is {spread / scale:.2f} s at time scale {scale:g}, more than the "
-            f"{SPREAD_LIMIT_S:g} s a wait may be judged loose by: timing scenarios run at "
-            + ("real time" if timing_scale >= 1.0 else f"time scale {timing_scale:.3g}")
+            f"; at time scale {scale:g} that is {median / scale:.2f} s (spread "
+            f"{spread / scale:.2f} s) of scenario time, more than a timing band may absorb "
+            f"({REACTION_LIMIT_S:g} s, {SPREAD_LIMIT_S:g} s): timing scenarios run at "
+            + ("real time" if timing_scale >= 1.0 else f"time scale {timing_scale:g}")
         )
-    if median > REACTION_CAP_S:
-        note += f"; at most {REACTION_CAP_S * 1000:.0f} ms is taken off"
     return Reaction(median, spread, tuple(gaps), timing_scale, note)

@@ -329,8 +329,9 @@ def check_tol_04(ev: Evidence) -> Finding:
                     expected, f"{where}: the agent waited for the tool's own reply ({hang:.2f} s)"
                 )
             # Early by more than a late start of the call can explain: the limit runs from when
-            # the agent made the call, the arrival here is later by its own lag under load.
-            if moved is not None and moved < limit - max(ev.slack, ev.late_slack):
+            # the agent made the call, the arrival here is later by its own lag under load and
+            # by its own time to send a request (its reaction).
+            if moved is not None and moved < limit - max(ev.slack, ev.late_slack) - ev.reaction:
                 return failed(
                     expected, f"{where}: abandoned after {moved:.2f} s, before the {limit} s limit"
                 )
