@@ -407,7 +407,10 @@ class RunSession:
                 by_scenario.setdefault(r["entry"]["id"], []).append(r)
             joined = [
                 combine(
-                    [(r["entry"], r["verdicts"]) for r in sorted(group, key=lambda r: r["repeat"])]
+                    [
+                        (r["entry"], r["verdicts"])
+                        for r in sorted(group, key=lambda r: r.get("repeat", 0))
+                    ]
                 )
                 for group in by_scenario.values()
             ]

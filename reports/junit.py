@@ -56,9 +56,9 @@ def render_junit(results: Sequence[dict[str, Any]], *, secrets: Sequence[str] = 
                 f"{s['title']}\nexpected: {s.get('expected') or ''}\n"
                 f"observed: {s.get('observed') or ''}"
             )
-            if v == "FAIL":
+            if v in ("FAIL", "UNSTABLE"):  # UNSTABLE: runs of --repeat disagreed, a failure too
                 counts["failures"] += 1
-                ET.SubElement(case, "failure", message=f"{cid} FAIL", type="FAIL").text = detail
+                ET.SubElement(case, "failure", message=f"{cid} {v}", type=v).text = detail
             elif v in ("ERROR", "TIMEOUT"):
                 counts["errors"] += 1
                 msg = red.text(sc.get("error") or v)

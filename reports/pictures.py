@@ -33,6 +33,7 @@ LETTERS = {
     "INFORMATIONAL": "I",
     "ERROR": "E",
     "TIMEOUT": "T",
+    "UNSTABLE": "S",  # runs of --repeat disagreed
 }
 
 MAX_LANES = 60  # a picture of more requests is unreadable; the table below lists them all

@@ -122,7 +122,8 @@ def test_the_key_an_agent_wrote_is_judged_then_redacted(gateway):
     assert verdicts["DBG-02"]["verdict"] == "FAIL", verdicts["DBG-02"]
     blob = json.dumps([entry, verdicts])
     assert "sk-conformance-" not in blob
-    assert "[REDACTED]" in entry["agent_log"] and "[REDACTED]" in json.dumps(entry["events"])
+    # The key's places, marked as the run's key (conformance.adapters.interface.key_marker).
+    assert "[REDACTED:" in entry["agent_log"] and "[REDACTED:" in json.dumps(entry["events"])
 
 
 def test_a_turn_end_written_while_being_stopped_is_not_a_decision(gateway):

@@ -133,12 +133,32 @@ def test_a_fast_clock_failure_that_the_real_clock_reproduces_stands():
     assert verdicts["RTY-05"]["verdict"] == "FAIL"
 
 
-def test_no_real_clock_run_for_a_passing_fast_run_or_a_real_time_run():
+def test_no_confirming_run_for_a_passing_timing_verdict():
     once = Clocked(_warped(_run("fast", RTY_05="PASS", RTY_07="FAIL")))
     assert judged(once, 0) == once.fast and once.asked == [False]
-    real_time = _run("rt", RTY_05="FAIL")
-    once = Clocked(real_time)
-    assert judged(once, 0) == real_time and once.asked == [False]
+
+
+def test_a_failed_timing_verdict_on_a_scaled_clock_stands_only_when_a_slower_one_confirms_it():
+    # Not on a fast clock: the confirming run is on a slower time scale (CONFIRM_SLOWER).
+    first = _run("scaled", RTY_05="FAIL")
+    first[0]["journal"] = {"time_scale": 0.02}
+    again = _run("slower", RTY_05="PASS")
+    again[0]["journal"] = {"time_scale": 0.1}
+    once = Clocked(first, again)
+    entry, verdicts = judged(once, 0)
+    assert once.asked == [False, True]
+    assert verdicts["RTY-05"]["verdict"] == "PASS"
+    assert verdicts["RTY-05"]["confirmed"] == {
+        "first": {"verdict": "FAIL", "observed": "scaled:FAIL"},
+        "on": "time scale 0.1",
+    }
+    assert "on time scale 0.1; on time scale 0.02: FAIL" in verdicts["RTY-05"]["observed"]
+    assert entry["first_run"] is first[0]
+    # A wrong wait is wrong on the slower clock too: the failure stands.
+    still = _run("slower", RTY_05="FAIL")
+    still[0]["journal"] = {"time_scale": 0.1}
+    _, verdicts = judged(Clocked(first, still), 0)
+    assert verdicts["RTY-05"]["verdict"] == "FAIL"
 
 
 def test_verify_reruns_a_confirmed_scenario_on_the_real_clock():
