@@ -2,6 +2,7 @@
 
 from fakes.errors import FakesError, ScenarioError
 from fakes.gateway import Gateway, Session, SyncGateway
+from fakes.handles import GatewayHandle, SessionHandle
 from fakes.retention import Retention
 from fakes.scenario import Scenario, Step, load_scenario, load_scenarios
 
@@ -11,6 +12,8 @@ __all__ = [
     "Gateway",
     "Session",
     "SyncGateway",
+    "GatewayHandle",
+    "SessionHandle",
     "Retention",
     "Scenario",
     "Step",

@@ -17,6 +17,7 @@ import trustme
 from aiohttp import web
 
 from fakes.errors import FakesError
+from fakes.handles import GatewayHandle, SessionHandle
 from fakes.journal import Journal
 from fakes.retention import Retention
 from fakes.scenario import Scenario
@@ -243,3 +244,15 @@ class SyncGateway:
         """Serve session ``sid`` at the root ``/v1`` too; returns that base URL."""
         self._call(lambda: self.app.serve_at_root(sid))
         return f"{self.base_url}/v1"
+
+    def overshoot(self, seconds: float) -> None:
+        """None: this gateway's loop is a thread of the caller's process, which measures its
+        own loop lag for both (``conformance.timing.measure``)."""
+        del seconds
+        return None
+
+
+# mypy checks here that the thread-backed gateway and its sessions are the handles harness code
+# types them as (fakes.handles).
+_SYNC_GATEWAY: type[GatewayHandle] = SyncGateway
+_SESSION: type[SessionHandle] = Session

@@ -8,7 +8,8 @@ alone, which then closes the pipe. Sessions are created, read and dropped over t
 (``docs/gateway.md``), so the harness's own work (reading an agent's events, judging, rendering
 a report) never delays the gateway's timestamps or its scheduled faults.
 
-:class:`RemoteSession` offers what :class:`fakes.Session` offers. Journal timestamps are
+:class:`GatewayProcess` and :class:`RemoteSession` are the handles of ``fakes.handles``, as
+:class:`fakes.SyncGateway` and :class:`fakes.Session` are (mypy checks both). Journal timestamps are
 ``time.monotonic_ns()`` in the gateway's process: the system-wide monotonic clock, the one the
 harness stamps an agent's events with.
 """
@@ -33,6 +34,7 @@ from urllib.parse import quote, urlsplit
 
 from fakes.errors import FakesError, ScenarioError
 from fakes.gateway import Gateway, poll_journal
+from fakes.handles import GatewayHandle, SessionHandle
 from fakes.journal import Journal
 from fakes.scenario import Scenario
 
@@ -77,7 +79,7 @@ class RemoteSession:
 
 
 class GatewayProcess:
-    """A gateway served by a child process; the same session API as ``SyncGateway``."""
+    """A gateway served by a child process: a ``fakes.GatewayHandle``, as ``SyncGateway`` is."""
 
     def __init__(self, host: str = "127.0.0.1", tls: bool = False) -> None:
         self.host, self.tls = host, tls
@@ -217,6 +219,12 @@ class GatewayProcess:
         """The gateway loop's timer overshoot over ``seconds`` (``fakes.clock.overshoot``)."""
         figures: dict[str, float | int] = self.call("GET", f"/_control/calibrate?seconds={seconds}")
         return figures
+
+
+# mypy checks here that the gateway process and its sessions are the handles harness code types
+# them as (fakes.handles).
+_GATEWAY_PROCESS: type[GatewayHandle] = GatewayProcess
+_REMOTE_SESSION: type[SessionHandle] = RemoteSession
 
 
 def _message(answer: Any) -> str:

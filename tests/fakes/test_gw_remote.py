@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from fakes import Gateway, ScenarioError
+from fakes import Gateway, GatewayHandle, ScenarioError, SessionHandle
 from fakes.remote import GatewayProcess
 from tests.fakes.gw_wire import post, scenario
 
@@ -127,3 +127,24 @@ def test_the_agents_fast_clock_is_set_over_the_control_api(remote):
         s.set_agent_clock(origin, 0)
     with pytest.raises(Exception, match="unknown session"):
         remote.call("PUT", "/_control/sessions/nope/agent_clock", {"origin": 0, "speed": 2})
+
+
+def _one_session_through_the_handle(gw: GatewayHandle) -> tuple[list[int], bool]:
+    # Only what fakes.GatewayHandle / fakes.SessionHandle declare: the runner's view of either.
+    s: SessionHandle = gw.create_session(FAIL_THEN_REPLY, time_scale=0.01)
+    assert s.base_url.startswith(gw.base_url) and s.base_url.endswith("/v1")
+    assert s.id in s.tool_endpoint and s.id in s.mcp_endpoint
+    s.set_agent_clock(time.time(), 2.0)
+    with httpx.Client(timeout=5) as c:
+        post(c, s.base_url, stream=False)
+    seen = s.wait_for(lambda j: len(j["entries"]) == 1, timeout=5)
+    headers = s.wait_headers(0, 0.5)
+    gw.drop_session(s.id)
+    return [e["response"]["status"] for e in seen["entries"]], headers
+
+
+def test_both_gateways_serve_through_the_one_handle(remote):
+    with Gateway.running() as here:
+        assert _one_session_through_the_handle(here) == ([429], True)
+        assert here.overshoot(0.01) is None  # measured as the caller's own process
+    assert _one_session_through_the_handle(remote) == ([429], True)
