@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from fakes.dialects._anthropic_messages_read import read_body, read_json, stream_reader
+from fakes.dialects._sse import check_body, event_frame, pieces
 
 __all__ = [
     "NAME",
@@ -61,24 +62,10 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 
-_LINE_SEPS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def _dumps(obj: Any) -> str:
-    s = json.dumps(obj, ensure_ascii=False)
-    # Characters some SSE line splitters treat as line ends; JSON allows escaping them.
-    for ch, esc in _LINE_SEPS.items():
-        s = s.replace(ch, esc)
-    return s
-
-
-def _pieces(s: str, n: int) -> list[str]:
-    return [s[i : i + n] for i in range(0, len(s), n)]
-
 
 def frame(event: str, payload: dict[str, Any]) -> bytes:
     """One SSE event as Anthropic sends it: an ``event:`` line, then one ``data:`` line."""
-    return f"event: {event}\ndata: {_dumps(payload)}\n\n".encode()
+    return event_frame(event, payload)
 
 
 def signature(reasoning: str) -> str:
@@ -162,21 +149,21 @@ def stream_events(
         if reasoning:
             block(
                 {"type": "thinking", "thinking": "", "signature": ""},
-                [{"type": "thinking_delta", "thinking": p} for p in _pieces(reasoning, n)]
+                [{"type": "thinking_delta", "thinking": p} for p in pieces(reasoning, n)]
                 + [{"type": "signature_delta", "signature": signature(reasoning)}],
             )
         text = reply.get("text") or ""
         if text:
             block(
                 {"type": "text", "text": ""},
-                [{"type": "text_delta", "text": p} for p in _pieces(text, n)],
+                [{"type": "text_delta", "text": p} for p in pieces(text, n)],
             )
         for i, call in enumerate(reply.get("tool_calls") or []):
             block(
                 {"type": "tool_use", "id": _tool_id(call, i), "name": call["name"], "input": {}},
                 [
                     {"type": "input_json_delta", "partial_json": p}
-                    for p in _pieces(call.get("arguments") or "", n)
+                    for p in pieces(call.get("arguments") or "", n)
                 ],
             )
     elif empty == "empty_message":
@@ -279,17 +266,7 @@ def malformed_frame(kind: str) -> bytes:
 
 def check_request(body: Any) -> str | None:
     """What is wrong with a Messages request body, or None."""
-    if not isinstance(body, dict):
-        return "request body must be a JSON object"
-    if not isinstance(body.get("messages"), list):
-        return "'messages' must be an array"
-    if "stream" in body and not isinstance(body["stream"], bool):
-        return f"'stream' must be a boolean, got {type(body['stream']).__name__}"
-    if "model" in body and not isinstance(body["model"], str):
-        return f"'model' must be a string, got {type(body['model']).__name__}"
-    if "tools" in body and body["tools"] is not None and not isinstance(body["tools"], list):
-        return "'tools' must be an array"
-    return None
+    return check_body(body, "messages", (list,), "an array")
 
 
 def match_view(body: dict[str, Any]) -> dict[str, Any]:
