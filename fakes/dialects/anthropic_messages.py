@@ -106,86 +106,97 @@ def stream_events(
 
     ``empty``: ``no_choices`` renders no content block, ``empty_message`` one empty text block.
     """
-    n = int(reply.get("chunk_chars") or 16)
     inp, out_tokens = _usage(reply)
     ev: list[tuple[str, dict[str, Any]]] = [
-        (
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": mid,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": inp, "output_tokens": 0},
-                },
-            },
-        ),
+        ("message_start", _message_start(mid, model, inp)),
         ("ping", {"type": "ping"}),
     ]
-    idx = 0
-
-    def block(start: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
-        nonlocal idx
+    for idx, (start, deltas) in enumerate(_blocks(reply, empty)):
         ev.append(
             (
                 "content_block_start",
                 {"type": "content_block_start", "index": idx, "content_block": start},
             )
         )
-        for d in deltas:
-            ev.append(
-                ("content_block_delta", {"type": "content_block_delta", "index": idx, "delta": d})
-            )
+        ev += [
+            ("content_block_delta", {"type": "content_block_delta", "index": idx, "delta": d})
+            for d in deltas
+        ]
         ev.append(("content_block_stop", {"type": "content_block_stop", "index": idx}))
-        idx += 1
+    finish = reply.get("finish_reason", "stop")
+    if finish is not None or reply.get("usage") is not None:
+        ev.append(("message_delta", _message_delta(finish, out_tokens)))
+    if terminal:
+        ev.append(("message_stop", {"type": "message_stop"}))
+    return ev
 
-    if empty is None:
-        reasoning = reply.get("reasoning") or ""
-        if reasoning:
-            block(
+
+def _message_start(mid: str, model: str, input_tokens: int) -> dict[str, Any]:
+    return {
+        "type": "message_start",
+        "message": {
+            "id": mid,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": 0},
+        },
+    }
+
+
+def _message_delta(finish: str | None, output_tokens: int) -> dict[str, Any]:
+    return {
+        "type": "message_delta",
+        "delta": {
+            "stop_reason": None if finish is None else STOP_REASONS[finish],
+            "stop_sequence": None,
+        },
+        "usage": {"output_tokens": output_tokens},
+    }
+
+
+_Block = tuple[dict[str, Any], list[dict[str, Any]]]  # a content block's start and its deltas
+
+
+def _blocks(reply: dict[str, Any], empty: str | None) -> list[_Block]:
+    """The content blocks of a streamed reply: thinking, text, one per tool call."""
+    if empty == "empty_message":
+        return [({"type": "text", "text": ""}, [])]
+    if empty is not None:
+        return []
+    n = int(reply.get("chunk_chars") or 16)
+    out: list[_Block] = []
+    reasoning = reply.get("reasoning") or ""
+    if reasoning:
+        out.append(
+            (
                 {"type": "thinking", "thinking": "", "signature": ""},
                 [{"type": "thinking_delta", "thinking": p} for p in pieces(reasoning, n)]
                 + [{"type": "signature_delta", "signature": signature(reasoning)}],
             )
-        text = reply.get("text") or ""
-        if text:
-            block(
+        )
+    text = reply.get("text") or ""
+    if text:
+        out.append(
+            (
                 {"type": "text", "text": ""},
                 [{"type": "text_delta", "text": p} for p in pieces(text, n)],
             )
-        for i, call in enumerate(reply.get("tool_calls") or []):
-            block(
+        )
+    for i, call in enumerate(reply.get("tool_calls") or []):
+        out.append(
+            (
                 {"type": "tool_use", "id": _tool_id(call, i), "name": call["name"], "input": {}},
                 [
                     {"type": "input_json_delta", "partial_json": p}
                     for p in pieces(call.get("arguments") or "", n)
                 ],
             )
-    elif empty == "empty_message":
-        block({"type": "text", "text": ""}, [])
-    finish = reply.get("finish_reason", "stop")
-    if finish is not None or reply.get("usage") is not None:
-        ev.append(
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {
-                        "stop_reason": None if finish is None else STOP_REASONS[finish],
-                        "stop_sequence": None,
-                    },
-                    "usage": {"output_tokens": out_tokens},
-                },
-            )
         )
-    if terminal:
-        ev.append(("message_stop", {"type": "message_stop"}))
-    return ev
+    return out
 
 
 def json_body(
