@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,14 +262,14 @@ def agent_cache_dir() -> Path:
     return Path(__file__).resolve().parents[2] / ".cache" / "agents"
 
 
-def _where(source: str, lines: dict[tuple, int], path: tuple) -> str:
+def _where(source: str, lines: dict[tuple[Any, ...], int], path: tuple[Any, ...]) -> str:
     for n in range(len(path), -1, -1):
         if path[:n] in lines:
             return f"{source}:{lines[path[:n]]}"
     return source
 
 
-def _strings(obj: Any, path: tuple = ()):
+def _strings(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
     if isinstance(obj, str):
         yield path, obj
     elif isinstance(obj, dict):
@@ -301,7 +302,7 @@ def _profile_path(spec: str | Path) -> Path:
     return path
 
 
-def _read_yaml(path: Path) -> tuple[Any, dict[tuple, int]]:
+def _read_yaml(path: Path) -> tuple[Any, dict[tuple[Any, ...], int]]:
     """The profile's data and the line of each of its nodes (by path)."""
     src = str(path)
     try:
@@ -315,13 +316,13 @@ def _read_yaml(path: Path) -> tuple[Any, dict[tuple, int]]:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
         raise ProfileError(f"{src}{line}: invalid YAML: {exc}") from exc
-    lines: dict[tuple, int] = {}
+    lines: dict[tuple[Any, ...], int] = {}
     if node is not None:
         line_map(node, (), lines)
     return data, lines
 
 
-def _check_schema(data: Any, src: str, lines: dict[tuple, int]) -> None:
+def _check_schema(data: Any, src: str, lines: dict[tuple[Any, ...], int]) -> None:
     """The schema's error at the deepest place, if any."""
     err = min(
         Draft202012Validator(_SCHEMA).iter_errors(data),
@@ -334,7 +335,7 @@ def _check_schema(data: Any, src: str, lines: dict[tuple, int]) -> None:
         raise ProfileError(f"{_where(src, lines, p)}: {field_name}: {err.message}")
 
 
-def _check_placeholders(data: dict[str, Any], src: str, lines: dict[tuple, int]) -> None:
+def _check_placeholders(data: dict[str, Any], src: str, lines: dict[tuple[Any, ...], int]) -> None:
     """Unknown placeholders are typos that would reach the agent verbatim: refuse them."""
     placed = ("command", "env", "files", "drive", "mcp", "config_carried")
     for p, s in _strings({k: data.get(k) for k in placed}):
@@ -346,7 +347,9 @@ def _check_placeholders(data: dict[str, Any], src: str, lines: dict[tuple, int])
                 )
 
 
-def _check_fields(data: dict[str, Any], src: str, lines: dict[tuple, int], stem: str) -> None:
+def _check_fields(
+    data: dict[str, Any], src: str, lines: dict[tuple[Any, ...], int], stem: str
+) -> None:
     """What the schema cannot say: the name is the file's, no key both carried and ignored,
     no capability both declared and earned, and no time scaling."""
     if data["name"] != stem:

@@ -176,8 +176,8 @@ async def _sse_per_read(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
 class _Driver:
     def __init__(
         self,
-        start: dict,
-        emit: Callable[[dict], None],
+        start: dict[str, Any],
+        emit: Callable[[dict[str, Any]], None],
         session: aiohttp.ClientSession,
         abort: asyncio.Event,
         *,
@@ -235,7 +235,7 @@ class _Driver:
         self.core = TurnCore(
             start, behaviours=behaviours, rand=rng.random, tools=self.tools.specs_for_request(set())
         )
-        self.tasks: dict[tuple[str, Any], asyncio.Task] = {}
+        self.tasks: dict[tuple[str, Any], asyncio.Task[Any]] = {}
         self.finished = asyncio.Event()
         self.crash: BaseException | None = None
 
@@ -292,7 +292,7 @@ class _Driver:
         self.tasks[key] = task
         task.add_done_callback(lambda t, key=key: self._forget(key, t))
 
-    def _forget(self, key: tuple[str, Any], task: asyncio.Task) -> None:
+    def _forget(self, key: tuple[str, Any], task: asyncio.Task[Any]) -> None:
         if self.tasks.get(key) is task:
             del self.tasks[key]
         if not task.cancelled() and task.exception() is not None and self.crash is None:
@@ -454,13 +454,15 @@ class _Driver:
             pass
 
 
-def _redacting(emit: Callable[[dict], None], redactor: Redactor) -> Callable[[dict], None]:
+def _redacting(
+    emit: Callable[[dict[str, Any]], None], redactor: Redactor
+) -> Callable[[dict[str, Any]], None]:
     return lambda event: emit(redactor.obj(event))
 
 
 async def run_protocol(
-    start: dict,
-    emit: Callable[[dict], None],
+    start: dict[str, Any],
+    emit: Callable[[dict[str, Any]], None],
     abort: asyncio.Event,
     *,
     base_url: str,

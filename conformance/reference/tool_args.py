@@ -44,7 +44,7 @@ class ParsedArgs:
     """Outcome of parsing one tool call's arguments."""
 
     ok: bool
-    arguments: dict | None
+    arguments: dict[str, Any] | None
     error: str | None
     warning: str | None
 
@@ -189,7 +189,7 @@ def _expected(prop: Any) -> str:
     return words
 
 
-def _decode_string_fields(args: dict, schema: dict | None) -> dict:
+def _decode_string_fields(args: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
     """TJS-06: fields the schema types as object/array but that arrived as JSON text, decoded."""
     props = (schema or {}).get("properties") or {}
     out = dict(args)
@@ -229,7 +229,7 @@ def _describe_error(err: jsonschema.ValidationError) -> str:
     return f"field '{field}': {err.message}"
 
 
-def _validate(args: dict, schema: dict | None) -> str | None:
+def _validate(args: dict[str, Any], schema: dict[str, Any] | None) -> str | None:
     if not schema:
         return None
     try:
@@ -244,7 +244,9 @@ def _validate(args: dict, schema: dict | None) -> str | None:
     return "Invalid tool arguments: " + "; ".join(_describe_error(e) for e in errors)
 
 
-def _done(args: dict, schema: dict | None, warning: str | None, b: Behaviours) -> ParsedArgs:
+def _done(
+    args: dict[str, Any], schema: dict[str, Any] | None, warning: str | None, b: Behaviours
+) -> ParsedArgs:
     if b.decode_string_arguments:
         args = _decode_string_fields(args, schema)
     problem = _validate(args, schema) if b.validate_arguments else None
@@ -254,10 +256,10 @@ def _done(args: dict, schema: dict | None, warning: str | None, b: Behaviours) -
 
 
 def parse_tool_arguments(
-    raw: str | dict,
+    raw: str | dict[str, Any],
     *,
     truncated: bool,
-    schema: dict | None,
+    schema: dict[str, Any] | None,
     strict: bool = True,
     b: Behaviours = _ALL_ON,
 ) -> ParsedArgs:

@@ -28,6 +28,8 @@ Event order is the order of the lines; times are stamped by the adapter after th
 
 from __future__ import annotations
 
+from typing import Any
+
 from conformance.adapters.shipped_parsers._events import (
     API_ERROR,
     error_event,
@@ -44,7 +46,7 @@ __all__ = ["parse_claude_stream_json"]
 TERMINAL_KINDS = {"prompt_too_long": "prompt_too_long"}
 
 
-def parse_claude_stream_json(stdout: str) -> list[dict]:
+def parse_claude_stream_json(stdout: str) -> list[dict[str, Any]]:
     """Claude Code stream-json lines -> events (see the module docstring)."""
     t = _Transcript()
     for v in json_values(stdout):
@@ -67,11 +69,11 @@ class _Transcript:
     printed no ``uuid``), and the error shown last is kept for the result to type."""
 
     def __init__(self) -> None:
-        self.events: list[dict] = []
+        self.events: list[dict[str, Any]] = []
         self.n = 0
-        self.shown_error: dict | None = None
+        self.shown_error: dict[str, Any] | None = None
 
-    def assistant(self, v: dict) -> None:
+    def assistant(self, v: dict[str, Any]) -> None:
         msg = v.get("message") or {}
         if not isinstance(msg, dict):
             return
@@ -81,7 +83,7 @@ class _Transcript:
             self.shown_error = error_event(text, status_in(text, API_ERROR))
             self.events.append(self.shown_error)
             return
-        cur: dict = {
+        cur: dict[str, Any] = {
             "type": "message",
             "id": str(v.get("uuid") or f"a{self.n}"),
             "role": "assistant",
@@ -99,7 +101,7 @@ class _Transcript:
             elif t == "tool_use":
                 cur["tool_calls"].append(tool_call(c.get("id"), c.get("name"), c.get("input", {})))
 
-    def synthetic_user(self, v: dict) -> None:
+    def synthetic_user(self, v: dict[str, Any]) -> None:
         synthetic = (v.get("message") or {}).get("content")
         if isinstance(synthetic, str):
             text = synthetic
@@ -123,7 +125,7 @@ class _Transcript:
         )
         self.n += 1
 
-    def result(self, v: dict) -> None:
+    def result(self, v: dict[str, Any]) -> None:
         u = usage_event(v.get("usage"), "input_tokens", "output_tokens")
         if u is not None:
             self.events.append(u)
@@ -151,11 +153,11 @@ class _Transcript:
             self.shown_error["kind"] = kind
 
 
-def _retry_event(v: dict) -> dict:
+def _retry_event(v: dict[str, Any]) -> dict[str, Any]:
     """A ``system/api_retry`` line's ``retry`` event."""
     delay_ms = v.get("retry_delay_ms")
     reason = v.get("error_status") or v.get("error") or "retry"
-    ev: dict = {
+    ev: dict[str, Any] = {
         "type": "retry",
         "attempt": int(v.get("attempt") or 0),
         "delay_s": round(delay_ms / 1000.0, 6) if isinstance(delay_ms, (int, float)) else None,

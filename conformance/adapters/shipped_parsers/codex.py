@@ -40,7 +40,7 @@ _CODEX_TOOL_ITEMS = {
 }
 
 
-def parse_codex_json(stdout: str) -> list[dict]:
+def parse_codex_json(stdout: str) -> list[dict[str, Any]]:
     """Codex ``exec --json`` lines -> events (see the module docstring)."""
     t = _Transcript()
     for v in json_values(stdout):
@@ -68,9 +68,9 @@ class _Transcript:
     answer, which go with the next one; the answers numbered (an id for one printed without)."""
 
     def __init__(self) -> None:
-        self.events: list[dict] = []
+        self.events: list[dict[str, Any]] = []
         self.reasoning: list[str] = []
-        self.calls: list[dict] = []
+        self.calls: list[dict[str, Any]] = []
         self.n = 0
 
     def item(self, item: Any) -> None:
@@ -90,7 +90,7 @@ class _Transcript:
 
     def message(self, mid: str, text: str) -> None:
         """An assistant message with the reasoning and tool calls gathered since the last."""
-        ev: dict = {
+        ev: dict[str, Any] = {
             "type": "message",
             "id": mid,
             "role": "assistant",
@@ -103,7 +103,7 @@ class _Transcript:
         self.reasoning, self.calls, self.n = [], [], self.n + 1
 
 
-def _error_line(kind: str, v: dict) -> dict:
+def _error_line(kind: str, v: dict[str, Any]) -> dict[str, Any]:
     """A ``turn.failed`` or ``error`` line: an error, or the retry of a reconnecting stream."""
     err = v.get("error") if kind == "turn.failed" else v
     msg = str((err or {}).get("message", "") if isinstance(err, dict) else err)
@@ -119,7 +119,7 @@ def _error_line(kind: str, v: dict) -> dict:
     return error_event(msg, status_in(msg, _CODEX_STATUS))
 
 
-def _same_error(events: list[dict], err: Any) -> bool:
+def _same_error(events: list[dict[str, Any]], err: Any) -> bool:
     msg = err.get("message") if isinstance(err, dict) else err
     last = events[-1] if events else {}
     return last.get("type") == "error" and last.get("message") == str(msg or "")[:2000]
