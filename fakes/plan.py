@@ -25,7 +25,7 @@ __all__ = ["Chunk", "Plan", "make_plan", "harness_error_plan", "mask_key", "DIAL
 DIALECTS: Mapping[str, Dialect] = REGISTRY
 
 
-def harness_error_plan(message: str, dialect: str = "openai_chat") -> Plan:
+def harness_error_plan(message: str, dialect: str = CHAT) -> Plan:
     """A 500 reply for a request the script cannot serve, shaped as ``dialect``'s error."""
     body = json.dumps(DIALECTS[dialect].error_body(message, "harness_error")).encode()
     return Plan(
@@ -47,7 +47,7 @@ def _fault(step: Step, stream: bool) -> tuple[str | None, Fault]:
 
 
 def make_plan(
-    step: Step, request: dict[str, Any], dialect: str = "openai_chat", api_key: str | None = None
+    step: Step, request: dict[str, Any], dialect: str = CHAT, api_key: str | None = None
 ) -> Plan:
     """The plan for ``request`` (parsed JSON body) served by ``step`` in ``dialect``;
     ``api_key`` is the key the request carried (only an ``echo_api_key`` error shows it)."""
@@ -129,7 +129,7 @@ def _neutral_position(
 
 
 def _replay_plan(
-    step: Step, request: dict[str, Any], dialect: str = "openai_chat", api_key: str | None = None
+    step: Step, request: dict[str, Any], dialect: str = CHAT, api_key: str | None = None
 ) -> Plan:
     """Carry out a ``replay`` step: the recorded status, headers and chunks, byte for byte.
 
@@ -151,7 +151,7 @@ def _replay_plan(
     if replaced is not None:
         return replaced
     rp = step.replay or {}
-    recorded = str(rp.get("dialect") or "openai_chat")
+    recorded = str(rp.get("dialect") or CHAT)
     if recorded != dialect:
         who = "the otherwise step" if step.index == OTHERWISE_INDEX else f"script step {step.index}"
         return harness_error_plan(
