@@ -48,7 +48,7 @@ MODEL = "m"
 BODY = json.dumps(
     {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "bench"}]}
 ).encode()
-FRAMES = [oc.frame(p) for p in oc.stream_payloads(REPLY, MODEL)]
+FRAMES = [oc.frame(*e) for e in oc.stream_events(REPLY, MODEL)]
 SSE = b"".join(FRAMES)
 HEADERS = {"Content-Type": "application/json", "Authorization": "Bearer sk-bench"}
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from fakes.dialects import Dialect
 from fakes.response import Chunk, Plan
 
 __all__ = ["COUNT", "SECONDS", "Context", "Fault", "Rendering", "fuzz_events"]
@@ -36,7 +37,7 @@ SECONDS = {"$ref": "#/$defs/seconds"}
 class Context:
     """What a fault may use of the request: the dialect's fault bytes, the model, the key."""
 
-    dialect: Any
+    dialect: Dialect
     model: str = "fake-model"
     api_key: str | None = None
 

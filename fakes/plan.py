@@ -11,22 +11,21 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
-from fakes.dialects import REGISTRY
-from fakes.dialects import openai_chat as oc
+from fakes.dialects import CHAT, REGISTRY, Dialect
 from fakes.faults import FAULTS, Context, Fault, Rendering, mask_key
 from fakes.response import JSON_HEADERS, SSE_HEADERS, Chunk, Plan
 from fakes.scenario import OTHERWISE_INDEX, Step
 
 __all__ = ["Chunk", "Plan", "make_plan", "harness_error_plan", "mask_key", "DIALECTS"]
 
-# Wire dialects by the name the journal records; chat completions is rendered by ``make_plan``
-# itself, the others through the modules' common rendering interface.
-DIALECTS: dict[str, Any] = dict(REGISTRY)
+# Wire dialects by the name the journal records, each rendered through ``Dialect``.
+DIALECTS: Mapping[str, Dialect] = REGISTRY
 
 
-def harness_error_plan(message: str, dialect: str = "openai_chat") -> Plan:
+def harness_error_plan(message: str, dialect: str = CHAT) -> Plan:
     """A 500 reply for a request the script cannot serve, shaped as ``dialect``'s error."""
     body = json.dumps(DIALECTS[dialect].error_body(message, "harness_error")).encode()
     return Plan(
@@ -48,7 +47,7 @@ def _fault(step: Step, stream: bool) -> tuple[str | None, Fault]:
 
 
 def make_plan(
-    step: Step, request: dict[str, Any], dialect: str = "openai_chat", api_key: str | None = None
+    step: Step, request: dict[str, Any], dialect: str = CHAT, api_key: str | None = None
 ) -> Plan:
     """The plan for ``request`` (parsed JSON body) served by ``step`` in ``dialect``;
     ``api_key`` is the key the request carried (only an ``echo_api_key`` error shows it)."""
@@ -66,98 +65,63 @@ def make_plan(
     fault.on_plan(plan, p)
     r = Rendering(dict(step.reply or {}))
     fault.on_reply(r, p)
-    if dialect == "openai_chat" and r.empty == "no_choices":
-        return _no_choices(plan, model)
     d = DIALECTS[dialect]
-
     if not stream:
-        if d is oc:
-            body = oc.json_body(r.reply, model)
-        else:
-            body = d.json_body(r.reply, model, empty=r.empty)
+        body = d.json_body(r.reply, model, empty=r.empty)
         raw = json.dumps(body, ensure_ascii=False).encode()
         plan.headers, plan.full_bytes = dict(JSON_HEADERS), len(raw)
         plan.chunks = fault.on_body(plan, raw, p)
         return plan
-
     reply_json = json.dumps(r.reply, sort_keys=True)
-    n = int(p.get("after_events", 0))
-    if d is oc:
-        frames = _frames(reply_json, model, r.terminal)
-    else:
-        frames, marks = _dialect_frames(d.NAME, reply_json, model, r.terminal, r.empty)
-        if n:
-            n = _neutral_position(n, _chat_marks(reply_json), marks)
+    frames, marks = _frames(d.NAME, reply_json, model, r.terminal, r.empty)
+    n = _neutral_position(int(p.get("after_events", 0)), _chat_marks(reply_json), marks)
     plan.headers = dict(SSE_HEADERS)
     plan.full_bytes = sum(len(f) for f in frames)
     plan.chunks = fault.on_stream([Chunk(f) for f in frames], n, plan, p, ctx)
     return plan
 
 
-@functools.lru_cache(maxsize=256)
-def _frames(reply_json: str, model: str, done: bool) -> tuple[bytes, ...]:
-    """Rendered SSE frames, cached: scripts replay the same reply many times."""
-    reply = json.loads(reply_json)
-    return tuple(oc.frame(x) for x in oc.stream_payloads(reply, model, done=done))
-
-
-def _no_choices(plan: Plan, model: str) -> Plan:
-    obj = {
-        "id": "chatcmpl-fake",
-        "object": "chat.completion",
-        "created": 0,
-        "model": model,
-        "choices": [],
-    }
-    if plan.stream:
-        obj["object"] = "chat.completion.chunk"
-        frames = [oc.frame(json.dumps(obj)), oc.frame(oc.DONE)]
-        plan.headers = dict(SSE_HEADERS)
-        plan.chunks = [Chunk(f) for f in frames]
-    else:
-        plan.headers = dict(JSON_HEADERS)
-        plan.chunks = [Chunk(json.dumps(obj).encode(), event=False)]
-    plan.full_bytes = sum(len(c.data) for c in plan.chunks)
-    return plan
-
-
-# -- other dialects (Anthropic Messages, OpenAI Responses) ------------------------------------
-# The same primitives as chat over that dialect's events: the finish marker is the dialect's
-# (``message_delta`` / the terminal ``response.*`` event), ``done`` its end-of-stream marker
-# (``message_stop``; Responses has none apart from the terminal event), see docs/gateway.md.
+# Every dialect streams the same content milestones (``Dialect.marks``): the finish marker is
+# the dialect's (chat's finish chunk, ``message_delta``, the terminal ``response.*`` event), the
+# end-of-stream marker its own (``[DONE]``, ``message_stop``; Responses has none apart from the
+# terminal event), see docs/gateway.md.
 
 
 @functools.lru_cache(maxsize=256)
-def _dialect_frames(
+def _frames(
     dialect: str, reply_json: str, model: str, terminal: bool, empty: str | None
 ) -> tuple[tuple[bytes, ...], tuple[tuple[int, ...] | None, ...]]:
-    """The frames of a streamed reply and the content milestone of each (``marks``)."""
+    """The frames of a streamed reply and the content milestone of each (``marks``), cached:
+    scripts replay the same reply many times."""
     d = DIALECTS[dialect]
     events = d.stream_events(json.loads(reply_json), model, terminal=terminal, empty=empty)
     return tuple(d.frame(name, payload) for name, payload in events), tuple(d.marks(events))
 
 
 @functools.lru_cache(maxsize=256)
-def _chat_marks(reply_json: str) -> tuple[tuple[int, ...], ...]:
+def _chat_marks(reply_json: str) -> tuple[tuple[int, ...] | None, ...]:
     """The milestones of the chat rendering of a reply, the scale ``after_events`` counts on."""
-    return tuple(oc.marks(oc.stream_payloads(json.loads(reply_json), "m")))
+    chat = DIALECTS[CHAT]
+    return tuple(chat.marks(chat.stream_events(json.loads(reply_json), "m")))
 
 
 def _neutral_position(
-    n: int, chat: tuple[tuple[int, ...], ...], marks: tuple[tuple[int, ...] | None, ...]
+    n: int, chat: tuple[tuple[int, ...] | None, ...], marks: tuple[tuple[int, ...] | None, ...]
 ) -> int:
     """How many of a dialect's events to send for a fault placed ``after_events: n``.
 
     Scenarios are dialect-neutral, so ``n`` counts events of the chat rendering (role chunk
-    first); in another dialect the fault strikes right after the event that completes the same
+    first); in any dialect the fault strikes right after the event that completes the same
     content as those ``n`` chat events (same pieces of reasoning, text and arguments, nothing
-    more), e.g. before ``ping`` and ``content_block_start`` when only the start was sent.
+    more), e.g. before ``ping`` and ``content_block_start`` when only the start was sent. In
+    chat itself that is the ``n`` events (its milestones rise event by event).
     """
     if n <= 0:
         return 0
     if n >= len(chat):
         return len(marks)
     reached = chat[n - 1]
+    assert reached is not None  # every chat event delivers a milestone
     return max((j + 1 for j, m in enumerate(marks) if m is not None and m <= reached), default=0)
 
 
@@ -165,7 +129,7 @@ def _neutral_position(
 
 
 def _replay_plan(
-    step: Step, request: dict[str, Any], dialect: str = "openai_chat", api_key: str | None = None
+    step: Step, request: dict[str, Any], dialect: str = CHAT, api_key: str | None = None
 ) -> Plan:
     """Carry out a ``replay`` step: the recorded status, headers and chunks, byte for byte.
 
@@ -187,7 +151,7 @@ def _replay_plan(
     if replaced is not None:
         return replaced
     rp = step.replay or {}
-    recorded = str(rp.get("dialect") or "openai_chat")
+    recorded = str(rp.get("dialect") or CHAT)
     if recorded != dialect:
         who = "the otherwise step" if step.index == OTHERWISE_INDEX else f"script step {step.index}"
         return harness_error_plan(

@@ -363,13 +363,12 @@ class GatewayApp:
         body = await self._read_json(request, e)
         if isinstance(body, web.Response):
             return self._record_simple(e, body)
-        chat = dialect == "openai_chat"
-        problem = _check_chat(body) if chat else DIALECTS[dialect].check_request(body)
+        problem = DIALECTS[dialect].check_request(body)
         if problem:
             e["body_error"] = problem
             return self._record_simple(e, _err(400, problem, dialect=dialect))
         # Steps match on a chat-shaped view of the request: scripts are dialect-neutral.
-        step, otherwise = st.take_step(body if chat else DIALECTS[dialect].match_view(body))
+        step, otherwise = st.take_step(DIALECTS[dialect].match_view(body))
         if step is None:
             plan = harness_error_plan(
                 f"scenario {st.scenario.id!r}: no script step left that matches this request "
@@ -590,17 +589,3 @@ def _api_key(request: web.Request) -> str | None:
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
     return request.headers.get("x-api-key") or request.headers.get("api-key") or None
-
-
-def _check_chat(body: Any) -> str | None:
-    if not isinstance(body, dict):
-        return "request body must be a JSON object"
-    if not isinstance(body.get("messages"), list):
-        return "'messages' must be an array"
-    if "stream" in body and not isinstance(body["stream"], bool):
-        return f"'stream' must be a boolean, got {type(body['stream']).__name__}"
-    if "model" in body and not isinstance(body["model"], str):
-        return f"'model' must be a string, got {type(body['model']).__name__}"
-    if "tools" in body and body["tools"] is not None and not isinstance(body["tools"], list):
-        return "'tools' must be an array"
-    return None

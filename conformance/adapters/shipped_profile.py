@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -261,14 +262,14 @@ def agent_cache_dir() -> Path:
     return Path(__file__).resolve().parents[2] / ".cache" / "agents"
 
 
-def _where(source: str, lines: dict[tuple, int], path: tuple) -> str:
+def _where(source: str, lines: dict[tuple[Any, ...], int], path: tuple[Any, ...]) -> str:
     for n in range(len(path), -1, -1):
         if path[:n] in lines:
             return f"{source}:{lines[path[:n]]}"
     return source
 
 
-def _strings(obj: Any, path: tuple = ()):
+def _strings(obj: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], str]]:
     if isinstance(obj, str):
         yield path, obj
     elif isinstance(obj, dict):
@@ -281,12 +282,28 @@ def _strings(obj: Any, path: tuple = ()):
 
 def load_profile(spec: str | Path) -> Profile:
     """Load a profile by name (from conformance/profiles/) or by path; ProfileError names file:line."""
+    path = _profile_path(spec)
+    src = str(path)
+    data, lines = _read_yaml(path)
+    _check_schema(data, src, lines)
+    _check_placeholders(data, src, lines)
+    _check_fields(data, src, lines, path.stem)
+    return _profile_of(data, src)
+
+
+def _profile_path(spec: str | Path) -> Path:
+    """The file of a profile named ``spec`` (a bare name: one of conformance/profiles/)."""
     path = Path(spec)
     if not path.suffix:
         path = PROFILE_DIR / f"{spec}.yaml"
         if not path.is_file():
             known = sorted(p.stem for p in PROFILE_DIR.glob("*.yaml"))
             raise ProfileError(f"{path}: no such profile {str(spec)!r}; known: {known}")
+    return path
+
+
+def _read_yaml(path: Path) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """The profile's data and the line of each of its nodes (by path)."""
     src = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -299,9 +316,14 @@ def load_profile(spec: str | Path) -> Profile:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark else ""
         raise ProfileError(f"{src}{line}: invalid YAML: {exc}") from exc
-    lines: dict[tuple, int] = {}
+    lines: dict[tuple[Any, ...], int] = {}
     if node is not None:
         line_map(node, (), lines)
+    return data, lines
+
+
+def _check_schema(data: Any, src: str, lines: dict[tuple[Any, ...], int]) -> None:
+    """The schema's error at the deepest place, if any."""
     err = min(
         Draft202012Validator(_SCHEMA).iter_errors(data),
         key=lambda e: (-len(e.absolute_path), str(e.message)),
@@ -311,7 +333,10 @@ def load_profile(spec: str | Path) -> Profile:
         p = tuple(err.absolute_path)
         field_name = ".".join(str(x) for x in p) or "(profile)"
         raise ProfileError(f"{_where(src, lines, p)}: {field_name}: {err.message}")
-    # Unknown placeholders are typos that would reach the agent verbatim: refuse them.
+
+
+def _check_placeholders(data: dict[str, Any], src: str, lines: dict[tuple[Any, ...], int]) -> None:
+    """Unknown placeholders are typos that would reach the agent verbatim: refuse them."""
     placed = ("command", "env", "files", "drive", "mcp", "config_carried")
     for p, s in _strings({k: data.get(k) for k in placed}):
         for m in _ANY_PLACEHOLDER.finditer(s):
@@ -320,10 +345,17 @@ def load_profile(spec: str | Path) -> Profile:
                     f"{_where(src, lines, p)}: {'.'.join(map(str, p))}: unknown placeholder "
                     f"{{{m.group(1)}}}; known: {', '.join(PLACEHOLDERS)}"
                 )
-    if data["name"] != path.stem:
+
+
+def _check_fields(
+    data: dict[str, Any], src: str, lines: dict[tuple[Any, ...], int], stem: str
+) -> None:
+    """What the schema cannot say: the name is the file's, no key both carried and ignored,
+    no capability both declared and earned, and no time scaling."""
+    if data["name"] != stem:
         raise ProfileError(
             f"{_where(src, lines, ('name',))}: name: {data['name']!r} must equal the file stem "
-            f"{path.stem!r}"
+            f"{stem!r}"
         )
     both = set(data.get("config_ignored") or []) & set(data.get("config_carried") or {})
     if both:
@@ -331,25 +363,26 @@ def load_profile(spec: str | Path) -> Profile:
             f"{_where(src, lines, ('config_carried',))}: config_carried: {sorted(both)} are "
             "named in config_ignored too"
         )
-    both = set(data.get("capabilities") or []) & set(data.get("drive") or {})
-    if both:
-        raise ProfileError(
-            f"{_where(src, lines, ('capabilities',))}: capabilities: {sorted(both)} are earned "
-            "by `drive`; do not declare them as well"
-        )
-    both = set(data.get("capabilities") or []) & set(
-        (data.get("mcp") or {}).get("capabilities", [])
+    declared = set(data.get("capabilities") or [])
+    earned = (
+        ("drive", set(data.get("drive") or {})),
+        ("mcp", set((data.get("mcp") or {}).get("capabilities", []))),
     )
-    if both:
-        raise ProfileError(
-            f"{_where(src, lines, ('capabilities',))}: capabilities: {sorted(both)} are earned "
-            "by `mcp`; do not declare them as well"
-        )
-    if "time_scale" in (data.get("capabilities") or []):
+    for by, caps in earned:
+        both = declared & caps
+        if both:
+            raise ProfileError(
+                f"{_where(src, lines, ('capabilities',))}: capabilities: {sorted(both)} are "
+                f"earned by `{by}`; do not declare them as well"
+            )
+    if "time_scale" in declared:
         raise ProfileError(
             f"{_where(src, lines, ('capabilities',))}: capabilities: a shipped agent cannot "
             "scale its waits; time_scale is not allowed"
         )
+
+
+def _profile_of(data: dict[str, Any], src: str) -> Profile:
     inst = data["install"]
     return Profile(
         name=data["name"],

@@ -19,6 +19,7 @@ import dataclasses
 import json
 import os
 import sys
+from typing import Any
 
 from .agent import HELLO, Behaviours, run_protocol
 
@@ -32,7 +33,7 @@ async def _adapter(behaviours: Behaviours) -> int:
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
 
-    def emit(event: dict) -> None:
+    def emit(event: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(event, ensure_ascii=False) + "\n")
         sys.stdout.flush()
 

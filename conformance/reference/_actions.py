@@ -82,7 +82,7 @@ class RunTool(Action):
 
     call_id: str
     name: str
-    arguments: dict
+    arguments: dict[str, Any]
     attempt: int = 1
 
 

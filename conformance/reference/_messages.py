@@ -53,12 +53,14 @@ BACKGROUND_STARTED = (
 TITLE_PROMPT = "Write a short title for this conversation. Reply with the title only."
 
 
-def repair_history(messages: list[dict], *, drop: bool = False) -> tuple[list[dict], int]:
+def repair_history(
+    messages: list[dict[str, Any]], *, drop: bool = False
+) -> tuple[list[dict[str, Any]], int]:
     """Add a placeholder result after any tool call left without one; returns (messages, count).
 
     ``drop`` (a broken copy's bug, CTX-03): take such a call out of its assistant message
     instead."""
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     added = 0
     i = 0
     while i < len(messages):
@@ -90,12 +92,14 @@ def repair_history(messages: list[dict], *, drop: bool = False) -> tuple[list[di
     return out, added
 
 
-def sanitize_history(messages: list[dict], *, preserve_reasoning: bool = True) -> list[dict]:
+def sanitize_history(
+    messages: list[dict[str, Any]], *, preserve_reasoning: bool = True
+) -> list[dict[str, Any]]:
     """History with no assistant message lacking both content and tool calls (RSN-03, RSN-04).
 
     A reasoning-only one gets the explanatory content; a fully empty one is dropped.
     """
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
     for msg in messages:
         if msg.get("role") != "assistant" or msg.get("content") or msg.get("tool_calls"):
             out.append(msg)
@@ -108,7 +112,7 @@ def sanitize_history(messages: list[dict], *, preserve_reasoning: bool = True) -
     return out
 
 
-def strip_private(messages: list[dict]) -> list[dict]:
+def strip_private(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """History without vendor-private fields, for a different (fallback) model.
 
     Message-level signatures and thinking blocks go, and so do tool calls' ``extra_content``

@@ -6,6 +6,11 @@ recovery on the core and returns the phase the turn is in after it, or returns N
 failure on. The last policy of each list always takes it. A policy's switch in
 :class:`~conformance.reference._behaviours.Behaviours` turns it off for the fuzzer's broken
 copies.
+
+A policy acts on the core through :class:`RecoveringCore`, the part of the core's request layer
+it may read and change: the request layer (:mod:`._requests`) runs the policies and implements
+that protocol, so this module depends on no layer of the core (mypy checks that
+:class:`~._requests.Requests` provides it wherever it passes itself to a policy).
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from . import retry
-from ._actions import NoteRetry, RefreshCredentials
+from ._actions import Action, NoteRetry, RefreshCredentials
+from ._behaviours import Behaviours
 from ._messages import (
     compaction_body,
     corrected_max_tokens,
@@ -27,15 +33,13 @@ from ._messages import (
 )
 from ._transitions import Phase
 
-if TYPE_CHECKING:
-    from ._requests import Requests
-
 __all__ = [
     "ATTEMPT_POLICIES",
     "MAX_COMPACTION_FAILURES",
     "OVERLOADS_BEFORE_FALLBACK",
     "STEP_POLICIES",
     "AttemptFailure",
+    "RecoveringCore",
     "StepFailure",
 ]
 
@@ -64,7 +68,61 @@ class StepFailure:
     body: str  # the error body, where a window overflow states the room left
 
 
-def switch_model(core: Requests, f: AttemptFailure) -> Phase | None:
+class RecoveringCore(Protocol):
+    """What the recovery policies read and change of the core (its request layer)."""
+
+    b: Behaviours
+    config: dict[str, Any]
+    model: str
+    messages: list[dict[str, Any]]
+    max_tokens: int
+    overloads: int
+    compaction_failures: int
+    _out: list[Action]
+    _rand: Callable[[], float]
+    _body: dict[str, Any]  # the current step's body, without "stream"
+    _retries: int
+    _wait_timer: int | None
+    _refreshed: bool
+    _media_stripped: bool
+    _lowered: bool
+    _compacted: bool
+    _pending_error: tuple[str, str] | None
+
+    def _send(self) -> Phase:
+        """Send the current step's body again, in the current mode."""
+        ...
+
+    def _send_aux(self, purpose: str, body: dict[str, Any]) -> None:
+        """Send an auxiliary request (``compact``, ``title``)."""
+        ...
+
+    def _next_step(self) -> Phase:
+        """Go on with the turn's next step."""
+        ...
+
+    def _surface(
+        self, kind: str, message: str, *, body: str = ..., fallback_ok: bool = ...
+    ) -> Phase:
+        """Recovery in this mode is over: the non-streaming fallback, or the step fails."""
+        ...
+
+    def _max_retries(self) -> int | None:
+        """Retries per request mode (None: no limit)."""
+        ...
+
+    def _named(self, message: str) -> str:
+        """The error text plus the turn-level recovery already tried."""
+        ...
+
+    def _start_timer(self, delay_s: float, purpose: str) -> int: ...
+
+    def _leak(self, kind: str, message: str) -> None: ...
+
+    def _error(self, kind: str, message: str) -> Phase: ...
+
+
+def switch_model(core: RecoveringCore, f: AttemptFailure) -> Phase | None:
     """Three overloads in a row: the fallback model (private fields stripped), a fresh budget."""
     fb = core.config.get("fallback_model")
     # Broken copies: switch on the first overload (MFB-03), or on a missing or forbidden
@@ -85,7 +143,7 @@ def switch_model(core: Requests, f: AttemptFailure) -> Phase | None:
     return core._send()
 
 
-def refresh_credentials(core: Requests, f: AttemptFailure) -> Phase | None:
+def refresh_credentials(core: RecoveringCore, f: AttemptFailure) -> Phase | None:
     """RTY-10: an expired-credential 401 refreshes once and resends the identical request."""
     if not (
         core.b.credential_refresh
@@ -100,7 +158,7 @@ def refresh_credentials(core: Requests, f: AttemptFailure) -> Phase | None:
     return core._send()
 
 
-def strip_media_once(core: Requests, f: AttemptFailure) -> Phase | None:
+def strip_media_once(core: RecoveringCore, f: AttemptFailure) -> Phase | None:
     """CTX-05: media too large resends once without the media (kept out of later steps too)."""
     if not (
         core.b.media_stripping
@@ -116,7 +174,7 @@ def strip_media_once(core: Requests, f: AttemptFailure) -> Phase | None:
     return core._send()
 
 
-def retry_or_surface(core: Requests, f: AttemptFailure) -> Phase:
+def retry_or_surface(core: RecoveringCore, f: AttemptFailure) -> Phase:
     """The retry decision (:func:`retry.decide`): wait and retry, or surface the failure."""
     status, text = f.status, f.text
     conn = f.conn
@@ -169,7 +227,7 @@ def retry_or_surface(core: Requests, f: AttemptFailure) -> Phase:
     return Phase.WAIT
 
 
-def lower_max_tokens(core: Requests, f: StepFailure) -> Phase | None:
+def lower_max_tokens(core: RecoveringCore, f: StepFailure) -> Phase | None:
     """RTY-11: a window overflow that states the room left lowers ``max_tokens`` once."""
     fixed = corrected_max_tokens(f.body)
     if fixed is None:
@@ -183,7 +241,7 @@ def lower_max_tokens(core: Requests, f: StepFailure) -> Phase | None:
     return None
 
 
-def compact_once(core: Requests, f: StepFailure) -> Phase | None:
+def compact_once(core: RecoveringCore, f: StepFailure) -> Phase | None:
     """CTX-01: a prompt too long gets one compaction request per turn (LOP-05 breaker)."""
     if not (
         f.kind == "prompt_too_long"
@@ -198,18 +256,18 @@ def compact_once(core: Requests, f: StepFailure) -> Phase | None:
     return Phase.COMPACT
 
 
-def show_error(core: Requests, f: StepFailure) -> Phase:
+def show_error(core: RecoveringCore, f: StepFailure) -> Phase:
     """No recovery left: the error, naming what was tried (ERR-04), ends the turn."""
     return core._error(f.kind, core._named(f.message))
 
 
-ATTEMPT_POLICIES: tuple[Callable[[Requests, AttemptFailure], Phase | None], ...] = (
+ATTEMPT_POLICIES: tuple[Callable[[RecoveringCore, AttemptFailure], Phase | None], ...] = (
     switch_model,
     refresh_credentials,
     strip_media_once,
     retry_or_surface,
 )
-STEP_POLICIES: tuple[Callable[[Requests, StepFailure], Phase | None], ...] = (
+STEP_POLICIES: tuple[Callable[[RecoveringCore, StepFailure], Phase | None], ...] = (
     lower_max_tokens,
     compact_once,
     show_error,

@@ -9,7 +9,7 @@ The title and compaction requests are auxiliary: one attempt each, never retried
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -112,7 +112,9 @@ class Requests(CoreBase):
         reason = f"no response headers within {self.request_timeout_s:g} s"
         failed = ConnectFailed(attempt.request_id, "timeout", reason)
         # The phase's own row for a failed connection (chat, title or compaction) takes it.
-        return getattr(self, TRANSITIONS[(self.phase, ConnectFailed)].handler)(failed)
+        handler: Callable[[ConnectFailed], Phase]
+        handler = getattr(self, TRANSITIONS[(self.phase, ConnectFailed)].handler)
+        return handler(failed)
 
     # ---- failures ----------------------------------------------------------------------
     def _attempt_failed(

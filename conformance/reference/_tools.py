@@ -11,6 +11,7 @@ results, so the call/result pairing stays intact.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ._actions import CallStopHook, CancelTimer, CancelTool, LogToolCall, RunTool, ShowToolResult
 from ._base import Reply, ToolCall
@@ -97,7 +98,7 @@ class Tools(Requests):
 
     # ---- the tool layer (tool_policy decides, the driver executes one attempt) ----------
     def _start_tool(
-        self, cid: str, name: str, raw: str | dict, *, background: bool
+        self, cid: str, name: str, raw: str | dict[str, Any], *, background: bool
     ) -> Phase | None:
         """Start the call; the phase it led to if it was decided at once (foreground only)."""
         chars = len(raw) if isinstance(raw, str) else len(json.dumps(raw))

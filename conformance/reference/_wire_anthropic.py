@@ -15,7 +15,7 @@ marker, so the core treats it as failed.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._wire_base import Credentials, chunk, handed_over, safe_id, text_of
@@ -231,69 +231,91 @@ class _StreamDecoder:
             return [data]  # the core reports the malformed event
         if not isinstance(p, dict):
             return [data]
-        kind = p.get("type")
         idx = p.get("index", 0) if isinstance(p.get("index", 0), int) else 0
-        if kind == "message_start":
-            usage = (p.get("message") or {}).get("usage") or {}
-            self.input_tokens = int(usage.get("input_tokens") or 0)
-        elif kind == "content_block_start":
-            b = p.get("content_block") or {}
-            self.kinds[idx] = str(b.get("type"))
-            if b.get("type") == "tool_use":
-                k = self.tools.setdefault(idx, len(self.tools))
-                first = {
-                    "index": k,
-                    "id": b.get("id"),
-                    "type": "function",
-                    "function": {"name": b.get("name") or "", "arguments": ""},
-                }
-                return [chunk({"tool_calls": [first]})]
-            if b.get("type") in ("thinking", "redacted_thinking"):
-                self.thoughts[idx] = dict(b)
-                if b.get("thinking"):
-                    return [chunk({"reasoning_content": b["thinking"]})]
-            if b.get("type") == "text" and b.get("text"):
-                return [chunk({"content": b["text"]})]
-        elif kind == "content_block_delta":
-            d = p.get("delta") or {}
-            dt = d.get("type")
-            if dt == "text_delta":
-                return [chunk({"content": d.get("text") or ""})]
-            if dt == "thinking_delta":
-                block = self.thoughts.setdefault(idx, {"type": "thinking", "thinking": ""})
-                block["thinking"] = str(block.get("thinking") or "") + str(d.get("thinking") or "")
-                self._remember()
-                return [chunk({"reasoning_content": d.get("thinking") or ""})]
-            if dt == "signature_delta":
-                block = self.thoughts.setdefault(idx, {"type": "thinking", "thinking": ""})
-                block["signature"] = str(block.get("signature") or "") + str(
-                    d.get("signature") or ""
-                )
-                self._remember()
-            elif dt == "input_json_delta" and idx in self.tools:
-                piece = {"index": self.tools[idx], "function": {"arguments": d.get("partial_json")}}
-                return [chunk({"tool_calls": [piece]})]
-        elif kind == "message_delta":
-            stop = (p.get("delta") or {}).get("stop_reason")
-            out = (p.get("usage") or {}).get("output_tokens")
-            usage = None
-            if out is not None or self.input_tokens:
-                usage = {"prompt_tokens": self.input_tokens, "completion_tokens": int(out or 0)}
-            if stop is not None:
-                return [chunk({}, STOP_REASONS.get(stop, stop), usage)]
-            if usage is not None:
-                return [chunk(None, None, usage)]
-        elif kind == "message_stop":
-            return ["[DONE]"]
-        elif kind == "error":
-            return [json.dumps({"error": p.get("error") or {"message": "error event"}})]
-        return []  # ping, content_block_stop, unknown events: nothing to show
+        handler = _EVENTS.get(str(p.get("type")))
+        # ping, content_block_stop, unknown events: nothing to show
+        return handler(self, p, idx) if handler is not None else []
+
+    def _message_start(self, p: dict[str, Any], idx: int) -> list[str]:
+        usage = (p.get("message") or {}).get("usage") or {}
+        self.input_tokens = int(usage.get("input_tokens") or 0)
+        return []
+
+    def _block_start(self, p: dict[str, Any], idx: int) -> list[str]:
+        b = p.get("content_block") or {}
+        self.kinds[idx] = str(b.get("type"))
+        if b.get("type") == "tool_use":
+            k = self.tools.setdefault(idx, len(self.tools))
+            first = {
+                "index": k,
+                "id": b.get("id"),
+                "type": "function",
+                "function": {"name": b.get("name") or "", "arguments": ""},
+            }
+            return [chunk({"tool_calls": [first]})]
+        if b.get("type") in ("thinking", "redacted_thinking"):
+            self.thoughts[idx] = dict(b)
+            if b.get("thinking"):
+                return [chunk({"reasoning_content": b["thinking"]})]
+        if b.get("type") == "text" and b.get("text"):
+            return [chunk({"content": b["text"]})]
+        return []
+
+    def _block_delta(self, p: dict[str, Any], idx: int) -> list[str]:
+        d = p.get("delta") or {}
+        dt = d.get("type")
+        if dt == "text_delta":
+            return [chunk({"content": d.get("text") or ""})]
+        if dt == "thinking_delta":
+            self._add_to_thought(idx, "thinking", d)
+            return [chunk({"reasoning_content": d.get("thinking") or ""})]
+        if dt == "signature_delta":
+            self._add_to_thought(idx, "signature", d)
+        elif dt == "input_json_delta" and idx in self.tools:
+            piece = {"index": self.tools[idx], "function": {"arguments": d.get("partial_json")}}
+            return [chunk({"tool_calls": [piece]})]
+        return []
+
+    def _add_to_thought(self, idx: int, field: str, delta: dict[str, Any]) -> None:
+        """A thinking block's ``thinking`` or ``signature`` grows by ``delta``'s piece."""
+        block = self.thoughts.setdefault(idx, {"type": "thinking", "thinking": ""})
+        block[field] = str(block.get(field) or "") + str(delta.get(field) or "")
+        self._remember()
+
+    def _message_delta(self, p: dict[str, Any], idx: int) -> list[str]:
+        stop = (p.get("delta") or {}).get("stop_reason")
+        out = (p.get("usage") or {}).get("output_tokens")
+        usage = None
+        if out is not None or self.input_tokens:
+            usage = {"prompt_tokens": self.input_tokens, "completion_tokens": int(out or 0)}
+        if stop is not None:
+            return [chunk({}, STOP_REASONS.get(stop, stop), usage)]
+        if usage is not None:
+            return [chunk(None, None, usage)]
+        return []
+
+    def _message_stop(self, p: dict[str, Any], idx: int) -> list[str]:
+        return ["[DONE]"]
+
+    def _error(self, p: dict[str, Any], idx: int) -> list[str]:
+        return [json.dumps({"error": p.get("error") or {"message": "error event"}})]
 
     def _remember(self) -> None:
         blocks = [self.thoughts[i] for i in sorted(self.thoughts)]
         reasoning = "".join(str(b.get("thinking") or "") for b in blocks)
         if any(b.get("signature") or b.get("type") == "redacted_thinking" for b in blocks):
             self.credentials.remember(self.model, reasoning, blocks)
+
+
+# What each Messages stream event (by its ``type``) gives the core: chat SSE data payloads.
+_EVENTS: dict[str, Callable[[_StreamDecoder, dict[str, Any], int], list[str]]] = {
+    "message_start": _StreamDecoder._message_start,
+    "content_block_start": _StreamDecoder._block_start,
+    "content_block_delta": _StreamDecoder._block_delta,
+    "message_delta": _StreamDecoder._message_delta,
+    "message_stop": _StreamDecoder._message_stop,
+    "error": _StreamDecoder._error,
+}
 
 
 # This module's dialect and codec: the agent speaks every dialect a `_wire_*.py` module names.

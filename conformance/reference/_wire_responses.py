@@ -16,7 +16,7 @@ no finish marker, so the core treats the stream as failed.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._wire_base import Credentials, chunk, handed_over, text_of
@@ -235,58 +235,86 @@ class _StreamDecoder:
         if not isinstance(p, dict):
             return [data]
         kind = str(p.get("type") or "")
-        if kind == "response.output_item.added":
-            item = p.get("item") or {}
-            if item.get("type") == "function_call":
-                new = len(set(self.tools.values()))
-                for key in (item.get("id"), p.get("output_index")):
-                    if key is not None:
-                        self.tools[key] = new
-                first = {
-                    "index": new,
-                    "id": item.get("call_id"),
-                    "type": "function",
-                    "function": {"name": item.get("name") or "", "arguments": ""},
-                }
-                return [chunk({"tool_calls": [first]})]
-        elif kind == "response.output_text.delta":
-            return [chunk({"content": p.get("delta") or ""})]
-        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            self.reasoning += str(p.get("delta") or "")
-            return [chunk({"reasoning_content": p.get("delta") or ""})]
-        elif kind == "response.function_call_arguments.delta":
-            k = self._tool(p)
-            if k is not None:
-                self.args_seen[k] = True
-                return [
-                    chunk({"tool_calls": [{"index": k, "function": {"arguments": p["delta"]}}]})
-                ]
-        elif kind == "response.function_call_arguments.done":
-            k = self._tool(p)
-            if k is not None and not self.args_seen.get(k) and p.get("arguments"):
-                # Arguments given whole, never streamed.
-                self.args_seen[k] = True
-                piece = {"index": k, "function": {"arguments": p["arguments"]}}
-                return [chunk({"tool_calls": [piece]})]
-        elif kind == "response.output_item.done":
-            item = p.get("item") or {}
-            if item.get("type") == "reasoning":
-                self.thoughts[int(p.get("output_index") or 0)] = dict(item)
-                items = [self.thoughts[i] for i in sorted(self.thoughts)]
-                self.credentials.remember(self.model, self.reasoning, items)
-        elif kind in ("response.completed", "response.incomplete"):
-            r = p.get("response") or {}
-            finish = _finish(r, bool(self.tools)) or (
-                "length" if kind == "response.incomplete" else "stop"
-            )
-            return [chunk({}, finish, _usage(r)), "[DONE]"]
-        elif kind == "response.failed":
-            err = (p.get("response") or {}).get("error") or {"message": "response failed"}
-            return [json.dumps({"error": err})]
-        elif kind == "error":
-            inner = {k: v for k, v in p.items() if k not in ("type", "sequence_number")}
-            return [json.dumps({"error": inner.get("error") or inner})]
+        handler = _EVENTS.get(kind)
+        return handler(self, p, kind) if handler is not None else []
+
+    def _item_added(self, p: dict[str, Any], kind: str) -> list[str]:
+        item = p.get("item") or {}
+        if item.get("type") != "function_call":
+            return []
+        new = len(set(self.tools.values()))
+        for key in (item.get("id"), p.get("output_index")):
+            if key is not None:
+                self.tools[key] = new
+        first = {
+            "index": new,
+            "id": item.get("call_id"),
+            "type": "function",
+            "function": {"name": item.get("name") or "", "arguments": ""},
+        }
+        return [chunk({"tool_calls": [first]})]
+
+    def _text_delta(self, p: dict[str, Any], kind: str) -> list[str]:
+        return [chunk({"content": p.get("delta") or ""})]
+
+    def _reasoning_delta(self, p: dict[str, Any], kind: str) -> list[str]:
+        self.reasoning += str(p.get("delta") or "")
+        return [chunk({"reasoning_content": p.get("delta") or ""})]
+
+    def _arguments_delta(self, p: dict[str, Any], kind: str) -> list[str]:
+        k = self._tool(p)
+        if k is None:
+            return []
+        self.args_seen[k] = True
+        return [chunk({"tool_calls": [{"index": k, "function": {"arguments": p["delta"]}}]})]
+
+    def _arguments_done(self, p: dict[str, Any], kind: str) -> list[str]:
+        k = self._tool(p)
+        if k is None or self.args_seen.get(k) or not p.get("arguments"):
+            return []
+        # Arguments given whole, never streamed.
+        self.args_seen[k] = True
+        piece = {"index": k, "function": {"arguments": p["arguments"]}}
+        return [chunk({"tool_calls": [piece]})]
+
+    def _item_done(self, p: dict[str, Any], kind: str) -> list[str]:
+        item = p.get("item") or {}
+        if item.get("type") == "reasoning":
+            self.thoughts[int(p.get("output_index") or 0)] = dict(item)
+            items = [self.thoughts[i] for i in sorted(self.thoughts)]
+            self.credentials.remember(self.model, self.reasoning, items)
         return []
+
+    def _finished(self, p: dict[str, Any], kind: str) -> list[str]:
+        r = p.get("response") or {}
+        finish = _finish(r, bool(self.tools)) or (
+            "length" if kind == "response.incomplete" else "stop"
+        )
+        return [chunk({}, finish, _usage(r)), "[DONE]"]
+
+    def _failed(self, p: dict[str, Any], kind: str) -> list[str]:
+        err = (p.get("response") or {}).get("error") or {"message": "response failed"}
+        return [json.dumps({"error": err})]
+
+    def _error(self, p: dict[str, Any], kind: str) -> list[str]:
+        inner = {k: v for k, v in p.items() if k not in ("type", "sequence_number")}
+        return [json.dumps({"error": inner.get("error") or inner})]
+
+
+# What each Responses stream event (by its ``type``) gives the core: chat SSE data payloads.
+_EVENTS: dict[str, Callable[[_StreamDecoder, dict[str, Any], str], list[str]]] = {
+    "response.output_item.added": _StreamDecoder._item_added,
+    "response.output_text.delta": _StreamDecoder._text_delta,
+    "response.reasoning_summary_text.delta": _StreamDecoder._reasoning_delta,
+    "response.reasoning_text.delta": _StreamDecoder._reasoning_delta,
+    "response.function_call_arguments.delta": _StreamDecoder._arguments_delta,
+    "response.function_call_arguments.done": _StreamDecoder._arguments_done,
+    "response.output_item.done": _StreamDecoder._item_done,
+    "response.completed": _StreamDecoder._finished,
+    "response.incomplete": _StreamDecoder._finished,
+    "response.failed": _StreamDecoder._failed,
+    "error": _StreamDecoder._error,
+}
 
 
 # This module's dialect and codec: the agent speaks every dialect a `_wire_*.py` module names.

@@ -176,8 +176,8 @@ async def _sse_per_read(resp: aiohttp.ClientResponse) -> AsyncIterator[str]:
 class _Driver:
     def __init__(
         self,
-        start: dict,
-        emit: Callable[[dict], None],
+        start: dict[str, Any],
+        emit: Callable[[dict[str, Any]], None],
         session: aiohttp.ClientSession,
         abort: asyncio.Event,
         *,
@@ -235,7 +235,7 @@ class _Driver:
         self.core = TurnCore(
             start, behaviours=behaviours, rand=rng.random, tools=self.tools.specs_for_request(set())
         )
-        self.tasks: dict[tuple[str, Any], asyncio.Task] = {}
+        self.tasks: dict[tuple[str, Any], asyncio.Task[Any]] = {}
         self.finished = asyncio.Event()
         self.crash: BaseException | None = None
 
@@ -292,7 +292,7 @@ class _Driver:
         self.tasks[key] = task
         task.add_done_callback(lambda t, key=key: self._forget(key, t))
 
-    def _forget(self, key: tuple[str, Any], task: asyncio.Task) -> None:
+    def _forget(self, key: tuple[str, Any], task: asyncio.Task[Any]) -> None:
         if self.tasks.get(key) is task:
             del self.tasks[key]
         if not task.cancelled() and task.exception() is not None and self.crash is None:
@@ -307,40 +307,50 @@ class _Driver:
 
     def _apply(self, actions: list[Action]) -> None:
         for a in actions:
-            if isinstance(a, Emission):
-                self.emit(a.event())
-            elif isinstance(a, SendRequest):
-                self._spawn(("req", a.request_id), self._request(a))
-            elif isinstance(a, CancelRequest):
-                self._cancel(("req", a.request_id))
-            elif isinstance(a, RefreshCredentials):
-                key = self.refresh_key()
-                self.redactor.add(key)
-                self.auth = self.codec.headers(key)
-            elif isinstance(a, StartTimer):
-                self._spawn(("timer", a.timer_id), self._timer(a))
-            elif isinstance(a, CancelTimer):
-                self._cancel(("timer", a.timer_id))
-            elif isinstance(a, RunTool):
-                self._spawn(("tool", a.call_id), self._tool(a))
-            elif isinstance(a, CancelTool):
-                self._cancel(("tool", a.call_id))
-            elif isinstance(a, LogToolCall):
-                if self.log_path is not None:
-                    write_log_line(self.log_path, self.redactor.obj(a.record))
-            elif isinstance(a, CallStopHook):
-                self._spawn(("hook", None), self._stop_hook())
-            elif isinstance(a, WriteDebugDump):
-                self._dump(a)
-            elif isinstance(a, EndTurn):
-                if a.reason == "error" and self._hook_after_error():
-                    # Broken copy: the stop hook runs after an API error as after a completed
-                    # turn (ERR-03); its answer changes nothing, the turn has ended.
-                    self._spawn(("hook", None), self._hook_then_finish())
-                else:
-                    self.finished.set()
-            else:  # pragma: no cover - a new action the driver does not know
-                raise TypeError(f"unknown action {a!r}")
+            started = self._task_for(a)
+            if started is not None:
+                self._spawn(*started)
+                continue
+            cancelled = _task_key(a)
+            if cancelled is not None:
+                self._cancel(cancelled)
+                continue
+            self._carry_out(a)
+
+    def _task_for(self, a: Action) -> tuple[tuple[str, Any], Any] | None:
+        """The key and coroutine of the task an action starts, or None when it starts none."""
+        if isinstance(a, SendRequest):
+            return ("req", a.request_id), self._request(a)
+        if isinstance(a, StartTimer):
+            return ("timer", a.timer_id), self._timer(a)
+        if isinstance(a, RunTool):
+            return ("tool", a.call_id), self._tool(a)
+        if isinstance(a, CallStopHook):
+            return ("hook", None), self._stop_hook()
+        return None
+
+    def _carry_out(self, a: Action) -> None:
+        """An action that starts or cancels no task."""
+        if isinstance(a, Emission):
+            self.emit(a.event())
+        elif isinstance(a, RefreshCredentials):
+            key = self.refresh_key()
+            self.redactor.add(key)
+            self.auth = self.codec.headers(key)
+        elif isinstance(a, LogToolCall):
+            if self.log_path is not None:
+                write_log_line(self.log_path, self.redactor.obj(a.record))
+        elif isinstance(a, WriteDebugDump):
+            self._dump(a)
+        elif isinstance(a, EndTurn):
+            if a.reason == "error" and self._hook_after_error():
+                # Broken copy: the stop hook runs after an API error as after a completed
+                # turn (ERR-03); its answer changes nothing, the turn has ended.
+                self._spawn(("hook", None), self._hook_then_finish())
+            else:
+                self.finished.set()
+        else:  # pragma: no cover - a new action the driver does not know
+            raise TypeError(f"unknown action {a!r}")
 
     # ---- carrying out actions ----------------------------------------------------------
     async def _request(self, a: SendRequest) -> None:
@@ -444,13 +454,15 @@ class _Driver:
             pass
 
 
-def _redacting(emit: Callable[[dict], None], redactor: Redactor) -> Callable[[dict], None]:
+def _redacting(
+    emit: Callable[[dict[str, Any]], None], redactor: Redactor
+) -> Callable[[dict[str, Any]], None]:
     return lambda event: emit(redactor.obj(event))
 
 
 async def run_protocol(
-    start: dict,
-    emit: Callable[[dict], None],
+    start: dict[str, Any],
+    emit: Callable[[dict[str, Any]], None],
     abort: asyncio.Event,
     *,
     base_url: str,
@@ -502,3 +514,14 @@ async def run_protocol(
             if not crashed:
                 emit({"type": "turn_end", "reason": reason})
     return reason
+
+
+def _task_key(a: Action) -> tuple[str, Any] | None:
+    """The key of the task an action cancels, or None when it cancels none."""
+    if isinstance(a, CancelRequest):
+        return ("req", a.request_id)
+    if isinstance(a, CancelTimer):
+        return ("timer", a.timer_id)
+    if isinstance(a, CancelTool):
+        return ("tool", a.call_id)
+    return None

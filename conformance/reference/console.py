@@ -67,13 +67,13 @@ class Renderer:
         self._write((self._dim(s) if dim else s) + "\n")
 
     # ---- events ------------------------------------------------------------------------
-    def __call__(self, event: dict) -> None:
+    def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         handler = getattr(self, f"_on_{kind}", None)
         if handler is not None:
             handler(event)
 
-    def _on_message(self, ev: dict) -> None:
+    def _on_message(self, ev: dict[str, Any]) -> None:
         if ev.get("meta"):
             return  # hidden from the user by definition (continuations, loop reminders)
         mid = str(ev.get("id"))
@@ -105,12 +105,12 @@ class Renderer:
             self.open = (mid, part)
         self._write(self._dim(new) if part == "reasoning" else new)
 
-    def _on_removed(self, ev: dict) -> None:
+    def _on_removed(self, ev: dict[str, Any]) -> None:
         mid = str(ev.get("id"))
         if self.shown.pop(mid, None) is not None:
             self.line("(previous partial reply discarded)", dim=True)
 
-    def _on_tool(self, ev: dict) -> None:
+    def _on_tool(self, ev: dict[str, Any]) -> None:
         call = self.calls.get(str(ev.get("call_id")), {})
         args = str((call.get("function") or {}).get("arguments") or "")
         if len(args) > ARG_CHARS:
@@ -124,7 +124,7 @@ class Renderer:
         if len(lines) > TOOL_LINES:
             self.line(f"    … {len(lines) - TOOL_LINES} more lines", dim=True)
 
-    def _on_retry(self, ev: dict) -> None:
+    def _on_retry(self, ev: dict[str, Any]) -> None:
         delay = ev.get("delay_s")
         wait = f"{float(delay):.1f} s" if isinstance(delay, (int, float)) else "a moment"
         self.line(
@@ -133,15 +133,15 @@ class Renderer:
             dim=True,
         )
 
-    def _on_error(self, ev: dict) -> None:
+    def _on_error(self, ev: dict[str, Any]) -> None:
         self.line(f"error [{ev.get('kind')}]: {ev.get('message')}")
 
-    def _on_usage(self, ev: dict) -> None:
+    def _on_usage(self, ev: dict[str, Any]) -> None:
         self.line(
             f"(tokens: {ev.get('prompt_tokens')} in, {ev.get('completion_tokens')} out)", dim=True
         )
 
-    def _on_turn_end(self, ev: dict) -> None:
+    def _on_turn_end(self, ev: dict[str, Any]) -> None:
         self.reason = str(ev.get("reason"))
         self.line(f"[{self.reason}]", dim=True)
 
@@ -154,7 +154,7 @@ class JsonEvents:
         self.secret = secret
         self.reason: str | None = None
 
-    def __call__(self, event: dict) -> None:
+    def __call__(self, event: dict[str, Any]) -> None:
         if event.get("type") == "turn_end":
             self.reason = str(event.get("reason"))
         s = json.dumps(event, ensure_ascii=False)
@@ -208,7 +208,9 @@ def _usage_error(msg: str) -> int:
     return 2
 
 
-async def _run(start: dict, emit: Any, *, base_url: str, key: str, ca: str | None, wd: Path) -> str:
+async def _run(
+    start: dict[str, Any], emit: Any, *, base_url: str, key: str, ca: str | None, wd: Path
+) -> str:
     abort = asyncio.Event()
     loop = asyncio.get_running_loop()
     installed = False

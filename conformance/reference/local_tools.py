@@ -13,6 +13,7 @@ import os
 import re
 import signal
 from pathlib import Path
+from typing import Any
 
 __all__ = ["LOCAL_SPECS", "LocalToolError", "resolve_inside", "run_local"]
 
@@ -21,7 +22,7 @@ class LocalToolError(Exception):
     """A local tool failed; the message is shown to the model."""
 
 
-def _obj(props: dict, required: list[str]) -> dict:
+def _obj(props: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": props,
@@ -31,7 +32,7 @@ def _obj(props: dict, required: list[str]) -> dict:
 
 
 _S = {"type": "string"}
-LOCAL_SPECS: dict[str, tuple[str, dict]] = {
+LOCAL_SPECS: dict[str, tuple[str, dict[str, Any]]] = {
     "read_file": ("Read a text file in the working directory.", _obj({"path": _S}, ["path"])),
     "write_file": (
         "Create or overwrite a text file in the working directory.",
@@ -64,21 +65,21 @@ def resolve_inside(workdir: Path, rel: str) -> Path:
     return target
 
 
-def _read(workdir: Path, args: dict) -> str:
+def _read(workdir: Path, args: dict[str, Any]) -> str:
     p = resolve_inside(workdir, args["path"])
     if not p.is_file():
         raise LocalToolError(f"file not found: {args['path']}")
     return p.read_text(encoding="utf-8", errors="replace")
 
 
-def _write(workdir: Path, args: dict) -> str:
+def _write(workdir: Path, args: dict[str, Any]) -> str:
     p = resolve_inside(workdir, args["path"])
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(args["content"], encoding="utf-8")
     return f"wrote {len(args['content'])} characters to {args['path']}"
 
 
-def _edit(workdir: Path, args: dict) -> str:
+def _edit(workdir: Path, args: dict[str, Any]) -> str:
     p = resolve_inside(workdir, args["path"])
     if not p.is_file():
         raise LocalToolError(f"file not found: {args['path']}")
@@ -96,14 +97,14 @@ def _edit(workdir: Path, args: dict) -> str:
     return f"edited {args['path']}"
 
 
-def _list(workdir: Path, args: dict) -> str:
+def _list(workdir: Path, args: dict[str, Any]) -> str:
     p = resolve_inside(workdir, args.get("path") or ".")
     if not p.is_dir():
         raise LocalToolError(f"not a directory: {args.get('path')}")
     return "\n".join(e.name + ("/" if e.is_dir() else "") for e in sorted(p.iterdir()))
 
 
-def _grep(workdir: Path, args: dict) -> str:
+def _grep(workdir: Path, args: dict[str, Any]) -> str:
     try:
         rx = re.compile(args["pattern"])
     except re.error as exc:
@@ -122,7 +123,7 @@ def _grep(workdir: Path, args: dict) -> str:
     return "\n".join(hits) if hits else "no matches"
 
 
-async def _shell(workdir: Path, args: dict, timeout: float | None) -> str:
+async def _shell(workdir: Path, args: dict[str, Any], timeout: float | None) -> str:
     proc = await asyncio.create_subprocess_shell(
         args["command"],
         cwd=workdir,
@@ -145,7 +146,7 @@ async def _shell(workdir: Path, args: dict, timeout: float | None) -> str:
     return text
 
 
-async def run_local(name: str, args: dict, workdir: Path, timeout: float | None) -> str:
+async def run_local(name: str, args: dict[str, Any], workdir: Path, timeout: float | None) -> str:
     """Run local tool ``name``; raise LocalToolError on failure, TimeoutError past ``timeout``.
 
     ``timeout`` None: no limit of its own (the caller cancels; the shell's group is killed).

@@ -15,11 +15,12 @@ from __future__ import annotations
 import json
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["LoopDetector", "fingerprint"]
 
 
-def fingerprint(name: str, arguments: dict | str | None) -> str:
+def fingerprint(name: str, arguments: dict[str, Any] | str | None) -> str:
     """Canonical ``name`` + arguments key: key order and whitespace do not matter."""
     value: object = arguments
     if isinstance(arguments, str):
@@ -68,7 +69,9 @@ class LoopDetector:
         self._text_count = 0
         self.pattern_loop = False  # set when the latest calls form A-B-A-B
 
-    def record_tool(self, name: str, arguments: dict | str | None, failed: bool) -> str | None:
+    def record_tool(
+        self, name: str, arguments: dict[str, Any] | str | None, failed: bool
+    ) -> str | None:
         """Record one finished tool call; return reminder text to inject, or None."""
         key = fingerprint(name, arguments)
         self._last_text, self._text_count = None, 0  # a tool call breaks a text streak

@@ -68,7 +68,7 @@ class McpTool:
 
     name: str
     description: str
-    parameters: dict
+    parameters: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ class McpClient:
         self.stale = False  # the server said its tools changed
         self.changed = False  # the list was listed again since the caller last looked
         self._quiet = False  # after the user's abort nothing more is sent
-        self._notices: set[asyncio.Task] = set()  # cancellations on their way
+        self._notices: set[asyncio.Task[Any]] = set()  # cancellations on their way
 
     # ---- session --------------------------------------------------------------------------
     async def connect(self) -> list[McpTool]:
@@ -181,7 +181,7 @@ class McpClient:
             task.cancel()
 
     # ---- one tool call ---------------------------------------------------------------------
-    async def attempt(self, name: str, args: dict) -> tuple[str, str, str]:
+    async def attempt(self, name: str, args: dict[str, Any]) -> tuple[str, str, str]:
         """One call of ``name``: ``(kind, text, error_type)`` (module docstring)."""
         try:
             return await self._attempt(name, args)
@@ -190,7 +190,7 @@ class McpClient:
         except _Expired:
             return "error", "the MCP session expired", "mcp"
 
-    async def _attempt(self, name: str, args: dict) -> tuple[str, str, str]:
+    async def _attempt(self, name: str, args: dict[str, Any]) -> tuple[str, str, str]:
         if self._sid is None:
             await self.connect()  # the first call, or the handshake failed before
         elif self.stale and self._sw.follow_list_changes:
@@ -219,7 +219,7 @@ class McpClient:
                 await self._list()
         return self._outcome(message)
 
-    async def _call(self, params: dict) -> dict[str, Any]:
+    async def _call(self, params: dict[str, Any]) -> dict[str, Any]:
         try:
             # No time limit of its own: the recovery core's tool limit bounds a call.
             result, _ = await self._request("tools/call", params, whole=True, limit=False)
@@ -227,7 +227,8 @@ class McpClient:
             if exc.cut and not self._sw.cut_results:
                 raise RuntimeError(f"the MCP answer could not be read: {exc}") from None
             raise
-        return result
+        message: dict[str, Any] = result  # with ``whole``: the response message itself
+        return message
 
     def _outcome(self, message: dict[str, Any]) -> tuple[str, str, str]:
         err = message.get("error")
@@ -266,7 +267,7 @@ class McpClient:
             headers[VERSION_HEADER] = self._version
         return headers
 
-    async def _notify(self, method: str, params: dict | None = None) -> None:
+    async def _notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             msg["params"] = params
@@ -280,7 +281,7 @@ class McpClient:
             pass  # a notification has no answer to wait for
 
     async def _request(
-        self, method: str, params: dict, *, whole: bool = False, limit: bool = True
+        self, method: str, params: dict[str, Any], *, whole: bool = False, limit: bool = True
     ) -> tuple[Any, str | None]:
         """Send one request; its result (the whole response message with ``whole``) and the
         session id the answer carried. ``limit``: bounded by ``timeout_s``."""

@@ -112,7 +112,7 @@ def nominal_backoff(retry_number: int, *, cap: bool = True, base: float = BASE_D
     if retry_number < 1:
         raise ValueError(f"retry_number must be >= 1, got {retry_number}")
     # Cap the exponent so huge retry numbers cannot overflow.
-    delay = base * 2 ** min(retry_number - 1, 64)
+    delay = base * float(2 ** min(retry_number - 1, 64))
     return min(MAX_DELAY_S, delay) if cap else delay
 
 

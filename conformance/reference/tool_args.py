@@ -13,7 +13,7 @@ validated against the tool's JSON Schema so the model learns which field is wron
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jsonschema
@@ -44,7 +44,7 @@ class ParsedArgs:
     """Outcome of parsing one tool call's arguments."""
 
     ok: bool
-    arguments: dict | None
+    arguments: dict[str, Any] | None
     error: str | None
     warning: str | None
 
@@ -64,80 +64,116 @@ def recover_truncated_json(
     """
     if not isinstance(text, str):
         return None
-    stack: list[str] = []
-    in_str = False
-    esc_start = -1  # index of the backslash of an unfinished escape
-    uni_left = 0  # hex digits still expected after \u
-    str_start = -1
-    str_is_key = False
-    prev_sig = ""  # previous significant char outside strings ('"' for a string)
-    last_key_start = -1
-    last_token = ""  # open | key | colon | comma | value
+    scan = _Scan()
     for i, ch in enumerate(text):
-        if in_str:
-            if esc_start >= 0:
-                if uni_left:
-                    if ch not in _HEX:
-                        return None
-                    uni_left -= 1
-                    if uni_left == 0:
-                        esc_start = -1
-                elif ch == "u":
-                    uni_left = 4
-                else:
-                    esc_start = -1
-            elif ch == "\\":
-                esc_start = i
-            elif ch == '"':
-                in_str = False
-                prev_sig = '"'
-                if str_is_key:
-                    last_key_start = str_start
-                    last_token = "key"
-                else:
-                    last_token = "value"
-            continue
-        if ch.isspace():
-            continue
-        if ch == '"':
-            in_str = True
-            str_start = i
-            str_is_key = bool(stack) and stack[-1] == "{" and prev_sig in ("{", ",")
-        elif ch in "{[":
-            stack.append(ch)
-            last_token = "open"
-        elif ch in "}]":
-            if not stack or stack[-1] != ("{" if ch == "}" else "["):
-                return None
-            stack.pop()
-            last_token = "value"
-        elif ch == ":":
-            last_token = "colon"
-        elif ch == ",":
-            last_token = "comma"
-        else:
-            last_token = "value"
-        prev_sig = ch if ch != '"' else prev_sig
-    if not stack and not in_str:
+        if not scan.feed(i, ch):
+            return None  # not JSON cut short: a bad escape or a mismatched bracket
+    stack = scan.stack
+    if not stack and not scan.in_str:
         return None  # nothing unclosed: not a truncation we can repair
     if ("[" in stack and not close_arrays) or not stack or stack[0] != "{":
         return None
     closing = "".join("}" if s == "{" else "]" for s in reversed(stack))
-    if strict:
-        out = (text[:esc_start] if esc_start >= 0 else text) + '"' if in_str else text
-        return out + closing
-    out = text
-    if in_str:
-        if str_is_key:
-            out = text[:str_start]
+    return (_cut_strict(text, scan) if strict else _cut_lenient(text, scan)) + closing
+
+
+@dataclass
+class _Scan:
+    """A scan of JSON text, character by character: what is still open where it stopped, and
+    the last token seen (what the lenient repair of a broken copy cuts back to)."""
+
+    stack: list[str] = field(default_factory=list)  # the unclosed ``{`` and ``[``
+    in_str: bool = False
+    esc_start: int = -1  # index of the backslash of an unfinished escape
+    uni_left: int = 0  # hex digits still expected after \u
+    str_start: int = -1
+    str_is_key: bool = False
+    prev_sig: str = ""  # previous significant char outside strings ('"' for a string)
+    last_key_start: int = -1
+    last_token: str = ""  # open | key | colon | comma | value
+
+    def feed(self, i: int, ch: str) -> bool:
+        """Take the character ``ch`` at index ``i``; False when the text cannot be JSON."""
+        if self.in_str:
+            return self._in_string(i, ch)
+        if ch.isspace():
+            return True
+        return self._outside(i, ch)
+
+    def _in_string(self, i: int, ch: str) -> bool:
+        if self.esc_start >= 0:
+            return self._escape(ch)
+        if ch == "\\":
+            self.esc_start = i
+        elif ch == '"':
+            self.in_str = False
+            self.prev_sig = '"'
+            if self.str_is_key:
+                self.last_key_start = self.str_start
+                self.last_token = "key"
+            else:
+                self.last_token = "value"
+        return True
+
+    def _escape(self, ch: str) -> bool:
+        """A character of an escape sequence (after its backslash)."""
+        if self.uni_left:
+            if ch not in _HEX:
+                return False
+            self.uni_left -= 1
+            if self.uni_left == 0:
+                self.esc_start = -1
+        elif ch == "u":
+            self.uni_left = 4
         else:
-            out = (text[:esc_start] if esc_start >= 0 else text) + '"'
-    elif last_token in ("key", "colon"):
-        out = text[:last_key_start]
+            self.esc_start = -1
+        return True
+
+    def _outside(self, i: int, ch: str) -> bool:
+        """A significant character outside strings."""
+        if ch == '"':
+            self.in_str = True
+            self.str_start = i
+            self.str_is_key = (
+                bool(self.stack) and self.stack[-1] == "{" and self.prev_sig in ("{", ",")
+            )
+            return True  # prev_sig stays: a string is marked when it closes
+        if ch in "{[":
+            self.stack.append(ch)
+            self.last_token = "open"
+        elif ch in "}]":
+            if not self.stack or self.stack[-1] != ("{" if ch == "}" else "["):
+                return False
+            self.stack.pop()
+            self.last_token = "value"
+        else:
+            self.last_token = {":": "colon", ",": "comma"}.get(ch, "value")
+        self.prev_sig = ch
+        return True
+
+
+def _cut_strict(text: str, scan: _Scan) -> str:
+    """The rule: an unclosed string closed, an unfinished escape in it dropped."""
+    if not scan.in_str:
+        return text
+    return (text[: scan.esc_start] if scan.esc_start >= 0 else text) + '"'
+
+
+def _cut_lenient(text: str, scan: _Scan) -> str:
+    """A broken copy's repair: a dangling key (with or without its colon) and a trailing
+    comma dropped too, so that the closed text parses."""
+    out = text
+    if scan.in_str:
+        if scan.str_is_key:
+            out = text[: scan.str_start]
+        else:
+            out = (text[: scan.esc_start] if scan.esc_start >= 0 else text) + '"'
+    elif scan.last_token in ("key", "colon"):
+        out = text[: scan.last_key_start]
     out = out.rstrip()
     if out.endswith(","):
         out = out[:-1]
-    return out + closing
+    return out
 
 
 def _expected(prop: Any) -> str:
@@ -153,7 +189,7 @@ def _expected(prop: Any) -> str:
     return words
 
 
-def _decode_string_fields(args: dict, schema: dict | None) -> dict:
+def _decode_string_fields(args: dict[str, Any], schema: dict[str, Any] | None) -> dict[str, Any]:
     """TJS-06: fields the schema types as object/array but that arrived as JSON text, decoded."""
     props = (schema or {}).get("properties") or {}
     out = dict(args)
@@ -193,7 +229,7 @@ def _describe_error(err: jsonschema.ValidationError) -> str:
     return f"field '{field}': {err.message}"
 
 
-def _validate(args: dict, schema: dict | None) -> str | None:
+def _validate(args: dict[str, Any], schema: dict[str, Any] | None) -> str | None:
     if not schema:
         return None
     try:
@@ -208,7 +244,9 @@ def _validate(args: dict, schema: dict | None) -> str | None:
     return "Invalid tool arguments: " + "; ".join(_describe_error(e) for e in errors)
 
 
-def _done(args: dict, schema: dict | None, warning: str | None, b: Behaviours) -> ParsedArgs:
+def _done(
+    args: dict[str, Any], schema: dict[str, Any] | None, warning: str | None, b: Behaviours
+) -> ParsedArgs:
     if b.decode_string_arguments:
         args = _decode_string_fields(args, schema)
     problem = _validate(args, schema) if b.validate_arguments else None
@@ -218,10 +256,10 @@ def _done(args: dict, schema: dict | None, warning: str | None, b: Behaviours) -
 
 
 def parse_tool_arguments(
-    raw: str | dict,
+    raw: str | dict[str, Any],
     *,
     truncated: bool,
-    schema: dict | None,
+    schema: dict[str, Any] | None,
     strict: bool = True,
     b: Behaviours = _ALL_ON,
 ) -> ParsedArgs:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import Any
 
 from ._behaviours import Behaviours
 from .formatting import cap_output
@@ -52,10 +53,10 @@ class Precheck:
 
 def precheck(
     name: str,
-    raw: str | dict,
+    raw: str | dict[str, Any],
     *,
     truncated: bool,
-    schemas: dict[str, dict],
+    schemas: dict[str, dict[str, Any]],
     strict: bool = True,
     b: Behaviours = _ALL_ON,
 ) -> Precheck:
@@ -89,7 +90,7 @@ def precheck(
 
 def backoff_s(retry: int) -> float:
     """Unscaled wait before retry number ``retry`` (1-based)."""
-    return BACKOFF_S * (2 ** (retry - 1))
+    return BACKOFF_S * float(2 ** (retry - 1))
 
 
 def error_text(name: str, error_type: str, message: str) -> str:
@@ -143,7 +144,7 @@ def log_record(
     attempts: int,
     arguments_chars: int,
     output_chars: int,
-) -> dict:
+) -> dict[str, Any]:
     """One tool-call log line (DBG-03), without the wall-clock ``ts`` the writer adds first."""
     return {
         "call_id": call_id,

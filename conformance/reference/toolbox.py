@@ -43,7 +43,7 @@ class ToolSpec:
 
     name: str
     description: str
-    parameters: dict
+    parameters: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ class ToolBox:
         if self._mcp is not None:
             self._mcp.hush()
 
-    def specs_for_request(self, blocked: set[str]) -> list[dict]:
+    def specs_for_request(self, blocked: set[str]) -> list[dict[str, Any]]:
         """OpenAI ``tools`` entries, leaving out ``blocked`` tool names."""
         return [
             {
@@ -142,16 +142,16 @@ class ToolBox:
             if s.name not in blocked
         ]
 
-    def schema_of(self, name: str) -> dict | None:
+    def schema_of(self, name: str) -> dict[str, Any] | None:
         """The JSON Schema of ``name``'s parameters, or None for an unknown tool."""
         spec = self._specs.get(name)
         return spec.parameters if spec else None
 
-    def _schemas(self) -> dict[str, dict]:
+    def _schemas(self) -> dict[str, dict[str, Any]]:
         return {n: s.parameters for n, s in self._specs.items()}
 
     # ---- one attempt (the driver's tool I/O) ---------------------------------------------
-    async def attempt(self, call_id: str, name: str, args: dict) -> tuple[str, str, str]:
+    async def attempt(self, call_id: str, name: str, args: dict[str, Any]) -> tuple[str, str, str]:
         """Execute one attempt: ``(kind, text, error_type)``; never raises for tool failures.
 
         No time limit here: the caller cancels the attempt (a shell's process group is killed).
@@ -173,7 +173,7 @@ class ToolBox:
                 await session.close()
 
     async def _post(
-        self, session: aiohttp.ClientSession, call_id: str, name: str, args: dict
+        self, session: aiohttp.ClientSession, call_id: str, name: str, args: dict[str, Any]
     ) -> tuple[str, str, str]:
         url = f"{self._endpoint}/{name}"
         try:
@@ -210,7 +210,7 @@ class ToolBox:
 
     # ---- a whole call with the policy (batch items, and callers without a core) ---------------
     async def run(
-        self, call_id: str, name: str, raw_arguments: str | dict, *, truncated: bool
+        self, call_id: str, name: str, raw_arguments: str | dict[str, Any], *, truncated: bool
     ) -> ToolResult:
         """Execute one tool call with the policy; never raises for tool-side failures."""
         start = time.monotonic()
@@ -222,7 +222,7 @@ class ToolBox:
         return result
 
     async def _run(
-        self, call_id: str, name: str, raw: str | dict, truncated: bool
+        self, call_id: str, name: str, raw: str | dict[str, Any], truncated: bool
     ) -> tuple[ToolResult, int]:
         pre = policy.precheck(name, raw, truncated=truncated, schemas=self._schemas())
         if pre.parsed is None:
@@ -239,7 +239,9 @@ class ToolBox:
         output = policy.final_output(output, pre.parsed.warning, self._limit)
         return ToolResult(call_id, name, output, status != "ok", status), attempts
 
-    async def _attempts(self, call_id: str, name: str, args: dict) -> tuple[str, str, int]:
+    async def _attempts(
+        self, call_id: str, name: str, args: dict[str, Any]
+    ) -> tuple[str, str, int]:
         last = ""
         for n in range(1, policy.RETRIES + 2):
             if n > 1:
@@ -259,7 +261,7 @@ class ToolBox:
             last = text
         return "error", policy.unavailable_text(name, last), policy.RETRIES + 1
 
-    async def run_batch(self, call_id: str, args: dict) -> ToolResult:
+    async def run_batch(self, call_id: str, args: dict[str, Any]) -> ToolResult:
         """TOL-09: run the items in order; one line per item: completed, failed or skipped."""
         items = args.get("items")
         if not isinstance(items, list) or not items:
@@ -312,7 +314,7 @@ def _spec(t: McpTool) -> ToolSpec:
     return ToolSpec(t.name, t.description, t.parameters)
 
 
-def write_log_line(path: Path, record: dict) -> None:
+def write_log_line(path: Path, record: dict[str, Any]) -> None:
     """Append one tool-call log line, the wall-clock ``ts`` first."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as fh:

@@ -11,15 +11,16 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from fakes.dialects import anthropic_messages, openai_chat, openai_responses
-from fakes.dialects._protocol import ChatOut, Dialect, EventDialect, StreamReader
+from fakes.dialects._protocol import ChatOut, Dialect, Event, StreamReader
 
-__all__ = ["ChatOut", "Dialect", "EventDialect", "StreamReader", "REGISTRY", "NAMES", "CHAT"]
+__all__ = ["ChatOut", "Dialect", "Event", "StreamReader", "REGISTRY", "NAMES", "CHAT"]
 
 CHAT = openai_chat.NAME  # the canonical view every other dialect is read back into
 
+# Typed as the protocol, so mypy checks that every module provides all of it.
 _CHAT: Dialect = openai_chat
-_ANTHROPIC: EventDialect = anthropic_messages
-_RESPONSES: EventDialect = openai_responses
+_ANTHROPIC: Dialect = anthropic_messages
+_RESPONSES: Dialect = openai_responses
 
 # Name (as the journal records it) -> module; the order is the order lists show.
 REGISTRY: Mapping[str, Dialect] = MappingProxyType(

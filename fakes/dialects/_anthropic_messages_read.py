@@ -8,6 +8,7 @@ forwarded); stream events and JSON replies become chat chunks and completions, e
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fakes.dialects import _chatview as cv
@@ -127,50 +128,70 @@ class StreamReader:
         self.input_tokens = 0
 
     def event(self, kind: str, p: dict[str, Any]) -> None:
-        out = self.out
-        if kind == "message_start":
-            m = p.get("message") or {}
-            out.id, out.model = str(m.get("id") or out.id), str(m.get("model") or out.model)
-            self.input_tokens = int((m.get("usage") or {}).get("input_tokens") or 0)
-            out.chunk({"role": "assistant", "content": ""})
-        elif kind == "content_block_start":
-            b = p.get("content_block") or {}
-            if b.get("type") == "tool_use":
-                k = self.tools.setdefault(int(p.get("index", 0)), len(self.tools))
-                first = {
-                    "index": k,
-                    "id": b.get("id"),
-                    "type": "function",
-                    "function": {"name": b.get("name"), "arguments": ""},
-                }
-                out.chunk({"tool_calls": [first]})
-            elif b.get("type") == "text" and b.get("text"):
-                out.chunk({"content": b["text"]})
-            elif b.get("type") == "thinking" and b.get("thinking"):
-                out.chunk({"reasoning_content": b["thinking"]})
-        elif kind == "content_block_delta":
-            d = p.get("delta") or {}
-            if d.get("type") == "text_delta":
-                out.chunk({"content": d.get("text") or ""})
-            elif d.get("type") == "thinking_delta":
-                out.chunk({"reasoning_content": d.get("thinking") or ""})
-            elif d.get("type") == "input_json_delta":
-                call = self.tools.get(int(p.get("index", 0)))
-                if call is not None:
-                    piece = {"index": call, "function": {"arguments": d.get("partial_json") or ""}}
-                    out.chunk({"tool_calls": [piece]})
-            # signature_delta: the credential has no chat counterpart (kept under raw).
-        elif kind == "message_delta":
-            reason = (p.get("delta") or {}).get("stop_reason")
-            usage = cv.usage(self.input_tokens, (p.get("usage") or {}).get("output_tokens"))
-            if reason is not None:
-                out.chunk({}, _STOP.get(reason, reason), usage)
-            elif usage is not None:
-                out.chunk(None, None, usage, with_choice=False)
-        elif kind == "message_stop":
-            out.data("[DONE]")
-        elif kind == "error":
-            out.data(cv.dumps({"error": p.get("error") or {}}))
+        handler = _EVENTS.get(kind)
+        if handler is not None:  # ping and events of later API versions carry no content
+            handler(self, p)
+
+    def _message_start(self, p: dict[str, Any]) -> None:
+        out, m = self.out, p.get("message") or {}
+        out.id, out.model = str(m.get("id") or out.id), str(m.get("model") or out.model)
+        self.input_tokens = int((m.get("usage") or {}).get("input_tokens") or 0)
+        out.chunk({"role": "assistant", "content": ""})
+
+    def _block_start(self, p: dict[str, Any]) -> None:
+        b = p.get("content_block") or {}
+        if b.get("type") == "tool_use":
+            k = self.tools.setdefault(int(p.get("index", 0)), len(self.tools))
+            first = {
+                "index": k,
+                "id": b.get("id"),
+                "type": "function",
+                "function": {"name": b.get("name"), "arguments": ""},
+            }
+            self.out.chunk({"tool_calls": [first]})
+        elif b.get("type") == "text" and b.get("text"):
+            self.out.chunk({"content": b["text"]})
+        elif b.get("type") == "thinking" and b.get("thinking"):
+            self.out.chunk({"reasoning_content": b["thinking"]})
+
+    def _block_delta(self, p: dict[str, Any]) -> None:
+        d = p.get("delta") or {}
+        if d.get("type") == "text_delta":
+            self.out.chunk({"content": d.get("text") or ""})
+        elif d.get("type") == "thinking_delta":
+            self.out.chunk({"reasoning_content": d.get("thinking") or ""})
+        elif d.get("type") == "input_json_delta":
+            call = self.tools.get(int(p.get("index", 0)))
+            if call is not None:
+                piece = {"index": call, "function": {"arguments": d.get("partial_json") or ""}}
+                self.out.chunk({"tool_calls": [piece]})
+        # signature_delta: the credential has no chat counterpart (kept under raw).
+
+    def _message_delta(self, p: dict[str, Any]) -> None:
+        reason = (p.get("delta") or {}).get("stop_reason")
+        usage = cv.usage(self.input_tokens, (p.get("usage") or {}).get("output_tokens"))
+        if reason is not None:
+            self.out.chunk({}, _STOP.get(reason, reason), usage)
+        elif usage is not None:
+            self.out.chunk(None, None, usage, with_choice=False)
+
+    def _message_stop(self, p: dict[str, Any]) -> None:
+        del p
+        self.out.data("[DONE]")
+
+    def _error(self, p: dict[str, Any]) -> None:
+        self.out.data(cv.dumps({"error": p.get("error") or {}}))
+
+
+# What each Messages stream event becomes in the chat view.
+_EVENTS: dict[str, Callable[[StreamReader, dict[str, Any]], None]] = {
+    "message_start": StreamReader._message_start,
+    "content_block_start": StreamReader._block_start,
+    "content_block_delta": StreamReader._block_delta,
+    "message_delta": StreamReader._message_delta,
+    "message_stop": StreamReader._message_stop,
+    "error": StreamReader._error,
+}
 
 
 def _message_json(obj: dict[str, Any]) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fakes.dialects._protocol import ChatOut, StreamReader
+from fakes.dialects._sse import dumps  # the chat renderer's: checks match its byte patterns
 
 __all__ = [
     "ChatFrames",
@@ -31,17 +32,6 @@ __all__ = [
     "tool_result_content",
     "usage",
 ]
-
-_LINE_SEPS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def dumps(obj: Any) -> str:
-    # The chat renderer's serialisation (default separators): checks match its byte patterns,
-    # e.g. '"finish_reason": "length"'. Characters str.splitlines() breaks on are escaped.
-    s = json.dumps(obj, ensure_ascii=False)
-    for ch, esc in _LINE_SEPS.items():
-        s = s.replace(ch, esc)
-    return s
 
 
 def json_text(obj: Any) -> str:

@@ -7,6 +7,7 @@ Input items become chat messages (consecutive assistant-side items one assistant
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fakes.dialects import _chatview as cv
@@ -55,82 +56,11 @@ def read_body(body: dict[str, Any]) -> dict[str, Any]:
     inp = body.get("input")
     if isinstance(inp, str):
         msgs.append({"role": "user", "content": inp})
-    turn: dict[str, Any] | None = None
-    texts: list[str] = []
-    reasoning: list[str] = []
-    encrypted: list[Any] = []
-    calls: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        nonlocal turn
-        if turn is None:
-            return
-        turn["content"] = "".join(texts) if texts or not calls else None
-        if reasoning:
-            turn["reasoning_content"] = "".join(reasoning)
-        cv.keep_private(turn, "encrypted_content", encrypted)
-        if calls:
-            turn["tool_calls"] = list(calls)
-        msgs.append(turn)
-        turn = None
-        for acc in (texts, reasoning, encrypted, calls):
-            acc.clear()
-
-    def assistant() -> None:
-        nonlocal turn
-        if turn is None:
-            turn = {"role": "assistant"}
-
+    items = _InputItems(msgs)
     for item in inp if isinstance(inp, list) else []:
-        if not isinstance(item, dict):
-            continue
-        kind = item.get("type") or ("message" if "role" in item else None)
-        if kind == "message" and item.get("role") == "assistant":
-            assistant()
-            c = _responses_parts(item.get("content"))
-            texts.append(c if isinstance(c, str) else cv.text_of(c))
-        elif kind == "reasoning":
-            assistant()
-            summary = "".join(
-                str(s.get("text") or "") for s in item.get("summary") or [] if isinstance(s, dict)
-            )
-            if not summary:
-                summary = "".join(
-                    str(s.get("text") or "")
-                    for s in item.get("content") or []
-                    if isinstance(s, dict)
-                )
-            reasoning.append(summary)
-            if item.get("encrypted_content") is not None:
-                encrypted.append(item["encrypted_content"])
-        elif kind in _CALL_ITEMS:
-            assistant()
-            if kind == "function_call":
-                name, args = item.get("name"), item.get("arguments")
-            elif kind == "custom_tool_call":
-                name, args = item.get("name"), item.get("input")
-            else:
-                name, args = "local_shell", cv.json_text(item.get("action"))
-            calls.append(cv.tool_call(item.get("call_id"), name, args))
-        elif kind in _OUTPUT_ITEMS:
-            flush()
-            out = item.get("output")
-            msgs.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": item.get("call_id"),
-                    "content": cv.tool_result_content(out) if not isinstance(out, str) else out,
-                }
-            )
-        elif kind == "message":
-            flush()
-            msgs.append(
-                {
-                    "role": str(item.get("role") or "user"),
-                    "content": _responses_parts(item.get("content")),
-                }
-            )
-    flush()
+        if isinstance(item, dict):
+            items.add(item)
+    items.flush()
     out = {k: v for k, v in body.items() if k not in _RESPONSES_KEYS}
     out["messages"] = msgs
     if "max_output_tokens" in body:
@@ -138,6 +68,86 @@ def read_body(body: dict[str, Any]) -> dict[str, Any]:
     if "tools" in body:
         out["tools"] = cv.chat_tools(body["tools"], "parameters")
     return out
+
+
+class _InputItems:
+    """Input items read into chat messages (appended to ``msgs``): the assistant-side items
+    since the last other one are gathered into the assistant message of one turn."""
+
+    def __init__(self, msgs: list[dict[str, Any]]) -> None:
+        self.msgs = msgs
+        self.turn: dict[str, Any] | None = None
+        self.texts: list[str] = []
+        self.reasoning: list[str] = []
+        self.encrypted: list[Any] = []
+        self.calls: list[dict[str, Any]] = []
+
+    def add(self, item: dict[str, Any]) -> None:
+        kind = item.get("type") or ("message" if "role" in item else None)
+        if kind == "message" and item.get("role") == "assistant":
+            self._assistant()
+            c = _responses_parts(item.get("content"))
+            self.texts.append(c if isinstance(c, str) else cv.text_of(c))
+        elif kind == "reasoning":
+            self._assistant()
+            self.reasoning.append(_reasoning_text(item))
+            if item.get("encrypted_content") is not None:
+                self.encrypted.append(item["encrypted_content"])
+        elif kind in _CALL_ITEMS:
+            self._assistant()
+            name, args = _call_name_args(kind, item)
+            self.calls.append(cv.tool_call(item.get("call_id"), name, args))
+        elif kind in _OUTPUT_ITEMS:
+            self.flush()
+            out = item.get("output")
+            content = cv.tool_result_content(out) if not isinstance(out, str) else out
+            self.msgs.append(
+                {"role": "tool", "tool_call_id": item.get("call_id"), "content": content}
+            )
+        elif kind == "message":
+            self.flush()
+            role = str(item.get("role") or "user")
+            self.msgs.append({"role": role, "content": _responses_parts(item.get("content"))})
+
+    def _assistant(self) -> None:
+        if self.turn is None:
+            self.turn = {"role": "assistant"}
+
+    def flush(self) -> None:
+        """The assistant message gathered so far, if any, goes to ``msgs``."""
+        turn, self.turn = self.turn, None
+        if turn is None:
+            return
+        turn["content"] = "".join(self.texts) if self.texts or not self.calls else None
+        if self.reasoning:
+            turn["reasoning_content"] = "".join(self.reasoning)
+        cv.keep_private(turn, "encrypted_content", self.encrypted)
+        if self.calls:
+            turn["tool_calls"] = list(self.calls)
+        self.msgs.append(turn)
+        for acc in (self.texts, self.reasoning, self.encrypted, self.calls):
+            acc.clear()
+
+
+def _reasoning_text(item: dict[str, Any]) -> str:
+    """A reasoning item's summary text, else its content's text."""
+    summary = "".join(
+        str(s.get("text") or "") for s in item.get("summary") or [] if isinstance(s, dict)
+    )
+    if summary:
+        return summary
+    return "".join(
+        str(s.get("text") or "") for s in item.get("content") or [] if isinstance(s, dict)
+    )
+
+
+def _call_name_args(kind: str, item: dict[str, Any]) -> tuple[Any, Any]:
+    """The tool name and arguments of a call item of type ``kind``."""
+    if kind == "function_call":
+        return item.get("name"), item.get("arguments")
+    if kind == "custom_tool_call":
+        return item.get("name"), item.get("input")
+    return "local_shell", cv.json_text(item.get("action"))
 
 
 class StreamReader:
@@ -165,59 +175,94 @@ class StreamReader:
                 self.out.chunk({**delta, field: rest})
 
     def event(self, kind: str, p: dict[str, Any]) -> None:
-        out = self.out
-        if kind == "response.created":
-            r = p.get("response") or {}
-            out.id, out.model = str(r.get("id") or out.id), str(r.get("model") or out.model)
-            out.chunk({"role": "assistant", "content": ""})
-        elif kind == "response.output_item.added":
-            item = p.get("item") or {}
-            if item.get("type") in _CALL_ITEMS:
-                k = len(set(self.tools.values()))  # calls so far (two keys per call)
-                for key in (item.get("id"), p.get("output_index")):
-                    if key is not None:
-                        self.tools[key] = k
-                first = {
-                    "index": k,
-                    "id": item.get("call_id"),
-                    "type": "function",
-                    "function": {"name": item.get("name"), "arguments": ""},
-                }
-                out.chunk({"tool_calls": [first]})
-                self.streamed[item.get("id")] = ""
-        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            key = (self._key(p), "r", p.get("summary_index", p.get("content_index")))
+        handler = _EVENTS.get(kind)
+        if handler is not None:  # the other events carry nothing the chat view shows
+            handler(self, p)
+
+    def _created(self, p: dict[str, Any]) -> None:
+        out, r = self.out, p.get("response") or {}
+        out.id, out.model = str(r.get("id") or out.id), str(r.get("model") or out.model)
+        out.chunk({"role": "assistant", "content": ""})
+
+    def _item_added(self, p: dict[str, Any]) -> None:
+        item = p.get("item") or {}
+        if item.get("type") not in _CALL_ITEMS:
+            return
+        k = len(set(self.tools.values()))  # calls so far (two keys per call)
+        for key in (item.get("id"), p.get("output_index")):
+            if key is not None:
+                self.tools[key] = k
+        first = {
+            "index": k,
+            "id": item.get("call_id"),
+            "type": "function",
+            "function": {"name": item.get("name"), "arguments": ""},
+        }
+        self.out.chunk({"tool_calls": [first]})
+        self.streamed[item.get("id")] = ""
+
+    def _reasoning_key(self, p: dict[str, Any]) -> Any:
+        return (self._key(p), "r", p.get("summary_index", p.get("content_index")))
+
+    def _reasoning_delta(self, p: dict[str, Any]) -> None:
+        key = self._reasoning_key(p)
+        self.streamed[key] = self.streamed.get(key, "") + str(p.get("delta") or "")
+        self.out.chunk({"reasoning_content": p.get("delta") or ""})
+
+    def _reasoning_done(self, p: dict[str, Any]) -> None:
+        self._text(self._reasoning_key(p), str(p.get("text") or ""), {}, "reasoning_content")
+
+    def _text_delta(self, p: dict[str, Any]) -> None:
+        key = (self._key(p), "t", p.get("content_index"))
+        self.streamed[key] = self.streamed.get(key, "") + str(p.get("delta") or "")
+        self.out.chunk({"content": p.get("delta") or ""})
+
+    def _text_done(self, p: dict[str, Any]) -> None:
+        key = (self._key(p), "t", p.get("content_index"))
+        self._text(key, str(p.get("text") or ""), {}, "content")
+
+    def _arguments_delta(self, p: dict[str, Any]) -> None:
+        key = self._key(p)
+        call = self.tools.get(key)
+        if call is not None:
             self.streamed[key] = self.streamed.get(key, "") + str(p.get("delta") or "")
-            out.chunk({"reasoning_content": p.get("delta") or ""})
-        elif kind in ("response.reasoning_summary_text.done", "response.reasoning_text.done"):
-            key = (self._key(p), "r", p.get("summary_index", p.get("content_index")))
-            self._text(key, str(p.get("text") or ""), {}, "reasoning_content")
-        elif kind == "response.output_text.delta":
-            key = (self._key(p), "t", p.get("content_index"))
-            self.streamed[key] = self.streamed.get(key, "") + str(p.get("delta") or "")
-            out.chunk({"content": p.get("delta") or ""})
-        elif kind == "response.output_text.done":
-            key = (self._key(p), "t", p.get("content_index"))
-            self._text(key, str(p.get("text") or ""), {}, "content")
-        elif kind == "response.function_call_arguments.delta":
-            key = self._key(p)
-            call = self.tools.get(key)
-            if call is not None:
-                self.streamed[key] = self.streamed.get(key, "") + str(p.get("delta") or "")
-                piece = {"index": call, "function": {"arguments": p.get("delta") or ""}}
-                out.chunk({"tool_calls": [piece]})
-        elif kind == "response.function_call_arguments.done":
-            self._text(self._key(p), str(p.get("arguments") or ""), {}, "arguments")
-        elif kind in ("response.completed", "response.incomplete"):
-            r = p.get("response") or {}
-            out.chunk({}, _responses_finish(r, bool(self.tools)), _responses_usage(r))
-            out.data("[DONE]")
-        elif kind == "response.failed":
-            err = (p.get("response") or {}).get("error") or {}
-            out.data(cv.dumps({"error": _openai_error(err)}))
-        elif kind == "error":
-            inner = {k: v for k, v in p.items() if k not in ("type", "sequence_number")}
-            out.data(cv.dumps({"error": _openai_error(inner.get("error") or inner)}))
+            piece = {"index": call, "function": {"arguments": p.get("delta") or ""}}
+            self.out.chunk({"tool_calls": [piece]})
+
+    def _arguments_done(self, p: dict[str, Any]) -> None:
+        self._text(self._key(p), str(p.get("arguments") or ""), {}, "arguments")
+
+    def _finished(self, p: dict[str, Any]) -> None:
+        r = p.get("response") or {}
+        self.out.chunk({}, _responses_finish(r, bool(self.tools)), _responses_usage(r))
+        self.out.data("[DONE]")
+
+    def _failed(self, p: dict[str, Any]) -> None:
+        err = (p.get("response") or {}).get("error") or {}
+        self.out.data(cv.dumps({"error": _openai_error(err)}))
+
+    def _error(self, p: dict[str, Any]) -> None:
+        inner = {k: v for k, v in p.items() if k not in ("type", "sequence_number")}
+        self.out.data(cv.dumps({"error": _openai_error(inner.get("error") or inner)}))
+
+
+# What each Responses stream event becomes in the chat view.
+_EVENTS: dict[str, Callable[[StreamReader, dict[str, Any]], None]] = {
+    "response.created": StreamReader._created,
+    "response.output_item.added": StreamReader._item_added,
+    "response.reasoning_summary_text.delta": StreamReader._reasoning_delta,
+    "response.reasoning_text.delta": StreamReader._reasoning_delta,
+    "response.reasoning_summary_text.done": StreamReader._reasoning_done,
+    "response.reasoning_text.done": StreamReader._reasoning_done,
+    "response.output_text.delta": StreamReader._text_delta,
+    "response.output_text.done": StreamReader._text_done,
+    "response.function_call_arguments.delta": StreamReader._arguments_delta,
+    "response.function_call_arguments.done": StreamReader._arguments_done,
+    "response.completed": StreamReader._finished,
+    "response.incomplete": StreamReader._finished,
+    "response.failed": StreamReader._failed,
+    "error": StreamReader._error,
+}
 
 
 def _openai_error(err: dict[str, Any]) -> dict[str, Any]:

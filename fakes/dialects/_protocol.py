@@ -1,20 +1,24 @@
 """What a wire dialect module provides: the typed seam between the dialects and their users.
 
 A dialect is one module named after the dialect (``fakes/dialects/<name>.py``), registered in
-``fakes.dialects.REGISTRY``. Every dialect renders a neutral reply (``json_body``), shapes its
-errors (``error_body``) and reads its own requests and replies back into the canonical
-chat-completions view (``read_body``, ``stream_reader``, ``read_json``; used by
-``conformance.canon``). ``openai_chat`` *is* that view, so its read-back is the identity, and
-``fakes.plan`` renders its stream itself; every other dialect is an ``EventDialect``: it also
-renders the stream as named events, places faults at neutral positions (``marks``), checks a
-request and gives the chat-shaped view that script steps match on.
+``fakes.dialects.REGISTRY``. Every dialect, chat completions included, provides all of
+``Dialect``: it checks a request and gives the chat-shaped view script steps match on, renders a
+neutral reply as a JSON body or as a stream of events (``fakes.plan``), places faults at neutral
+positions (``marks``), shapes its errors and the bytes faults inject, and reads its own requests
+and replies back into the canonical chat-completions view (``read_body``, ``stream_reader``,
+``read_json``; used by ``conformance.canon``). ``openai_chat`` *is* that view, so its
+read-back and its match view are the identity and its ``marks`` are the neutral scale.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-__all__ = ["ChatOut", "Dialect", "EventDialect", "StreamReader"]
+__all__ = ["ChatOut", "Dialect", "Event", "StreamReader"]
+
+
+# One event of a streamed reply: its name and its payload (``frame`` makes its bytes).
+Event = tuple[str, dict[str, Any]]
 
 
 class ChatOut(Protocol):
@@ -46,8 +50,38 @@ class Dialect(Protocol):
     NAME: str  # as the journal records it
     PATH: str  # the endpoint the gateway serves it on, under a session's base URL
 
-    def json_body(self, reply: dict[str, Any], model: str) -> dict[str, Any]:
-        """The non-streaming body of a neutral reply."""
+    def check_request(self, body: Any) -> str | None:
+        """What is wrong with a request body, or None."""
+        ...
+
+    def match_view(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The chat-shaped view of a request that script steps match on."""
+        ...
+
+    def json_body(
+        self, reply: dict[str, Any], model: str, *, empty: str | None = ...
+    ) -> dict[str, Any]:
+        """The non-streaming body of a neutral reply (``empty``: an ``empty_reply`` kind)."""
+        ...
+
+    def stream_events(
+        self,
+        reply: dict[str, Any],
+        model: str,
+        *,
+        terminal: bool = ...,
+        empty: str | None = ...,
+    ) -> list[Event]:
+        """The events of a streamed reply; ``terminal``: with its end-of-stream marker."""
+        ...
+
+    def frame(self, event: str, payload: dict[str, Any]) -> bytes:
+        """One SSE event on the wire."""
+        ...
+
+    def marks(self, events: list[Event]) -> list[tuple[int, ...] | None]:
+        """The neutral content milestone of each event (``openai_chat.marks``' terms), None
+        for an event that delivers none."""
         ...
 
     def error_body(self, message: str, type_: str = ...) -> dict[str, Any]:
@@ -83,35 +117,4 @@ class Dialect(Protocol):
 
     def malformed_frame(self, kind: str) -> bytes:
         """The frame of a scripted ``malformed_event`` (``bad_json`` or ``missing_data``)."""
-        ...
-
-
-class EventDialect(Dialect, Protocol):
-    """A dialect whose stream is named events, rendered by ``fakes.plan`` through this seam."""
-
-    def stream_events(
-        self,
-        reply: dict[str, Any],
-        model: str,
-        *,
-        terminal: bool = ...,
-        empty: str | None = ...,
-    ) -> list[tuple[str, dict[str, Any]]]:
-        """The ``(event, payload)`` pairs of a streamed reply."""
-        ...
-
-    def frame(self, event: str, payload: dict[str, Any]) -> bytes:
-        """One SSE event on the wire."""
-        ...
-
-    def marks(self, events: list[tuple[str, dict[str, Any]]]) -> list[tuple[int, ...] | None]:
-        """The neutral content milestone of each event (``openai_chat.marks``' terms)."""
-        ...
-
-    def check_request(self, body: Any) -> str | None:
-        """What is wrong with a request body, or None."""
-        ...
-
-    def match_view(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The chat-shaped view of a request that script steps match on."""
         ...

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from fakes.dialects._anthropic_messages_read import read_body, read_json, stream_reader
+from fakes.dialects._sse import check_body, event_frame, pieces
 
 __all__ = [
     "NAME",
@@ -61,24 +62,10 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 
-_LINE_SEPS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def _dumps(obj: Any) -> str:
-    s = json.dumps(obj, ensure_ascii=False)
-    # Characters some SSE line splitters treat as line ends; JSON allows escaping them.
-    for ch, esc in _LINE_SEPS.items():
-        s = s.replace(ch, esc)
-    return s
-
-
-def _pieces(s: str, n: int) -> list[str]:
-    return [s[i : i + n] for i in range(0, len(s), n)]
-
 
 def frame(event: str, payload: dict[str, Any]) -> bytes:
     """One SSE event as Anthropic sends it: an ``event:`` line, then one ``data:`` line."""
-    return f"event: {event}\ndata: {_dumps(payload)}\n\n".encode()
+    return event_frame(event, payload)
 
 
 def signature(reasoning: str) -> str:
@@ -119,86 +106,97 @@ def stream_events(
 
     ``empty``: ``no_choices`` renders no content block, ``empty_message`` one empty text block.
     """
-    n = int(reply.get("chunk_chars") or 16)
     inp, out_tokens = _usage(reply)
     ev: list[tuple[str, dict[str, Any]]] = [
-        (
-            "message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": mid,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": inp, "output_tokens": 0},
-                },
-            },
-        ),
+        ("message_start", _message_start(mid, model, inp)),
         ("ping", {"type": "ping"}),
     ]
-    idx = 0
-
-    def block(start: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
-        nonlocal idx
+    for idx, (start, deltas) in enumerate(_blocks(reply, empty)):
         ev.append(
             (
                 "content_block_start",
                 {"type": "content_block_start", "index": idx, "content_block": start},
             )
         )
-        for d in deltas:
-            ev.append(
-                ("content_block_delta", {"type": "content_block_delta", "index": idx, "delta": d})
-            )
+        ev += [
+            ("content_block_delta", {"type": "content_block_delta", "index": idx, "delta": d})
+            for d in deltas
+        ]
         ev.append(("content_block_stop", {"type": "content_block_stop", "index": idx}))
-        idx += 1
-
-    if empty is None:
-        reasoning = reply.get("reasoning") or ""
-        if reasoning:
-            block(
-                {"type": "thinking", "thinking": "", "signature": ""},
-                [{"type": "thinking_delta", "thinking": p} for p in _pieces(reasoning, n)]
-                + [{"type": "signature_delta", "signature": signature(reasoning)}],
-            )
-        text = reply.get("text") or ""
-        if text:
-            block(
-                {"type": "text", "text": ""},
-                [{"type": "text_delta", "text": p} for p in _pieces(text, n)],
-            )
-        for i, call in enumerate(reply.get("tool_calls") or []):
-            block(
-                {"type": "tool_use", "id": _tool_id(call, i), "name": call["name"], "input": {}},
-                [
-                    {"type": "input_json_delta", "partial_json": p}
-                    for p in _pieces(call.get("arguments") or "", n)
-                ],
-            )
-    elif empty == "empty_message":
-        block({"type": "text", "text": ""}, [])
     finish = reply.get("finish_reason", "stop")
     if finish is not None or reply.get("usage") is not None:
-        ev.append(
-            (
-                "message_delta",
-                {
-                    "type": "message_delta",
-                    "delta": {
-                        "stop_reason": None if finish is None else STOP_REASONS[finish],
-                        "stop_sequence": None,
-                    },
-                    "usage": {"output_tokens": out_tokens},
-                },
-            )
-        )
+        ev.append(("message_delta", _message_delta(finish, out_tokens)))
     if terminal:
         ev.append(("message_stop", {"type": "message_stop"}))
     return ev
+
+
+def _message_start(mid: str, model: str, input_tokens: int) -> dict[str, Any]:
+    return {
+        "type": "message_start",
+        "message": {
+            "id": mid,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": input_tokens, "output_tokens": 0},
+        },
+    }
+
+
+def _message_delta(finish: str | None, output_tokens: int) -> dict[str, Any]:
+    return {
+        "type": "message_delta",
+        "delta": {
+            "stop_reason": None if finish is None else STOP_REASONS[finish],
+            "stop_sequence": None,
+        },
+        "usage": {"output_tokens": output_tokens},
+    }
+
+
+_Block = tuple[dict[str, Any], list[dict[str, Any]]]  # a content block's start and its deltas
+
+
+def _blocks(reply: dict[str, Any], empty: str | None) -> list[_Block]:
+    """The content blocks of a streamed reply: thinking, text, one per tool call."""
+    if empty == "empty_message":
+        return [({"type": "text", "text": ""}, [])]
+    if empty is not None:
+        return []
+    n = int(reply.get("chunk_chars") or 16)
+    out: list[_Block] = []
+    reasoning = reply.get("reasoning") or ""
+    if reasoning:
+        out.append(
+            (
+                {"type": "thinking", "thinking": "", "signature": ""},
+                [{"type": "thinking_delta", "thinking": p} for p in pieces(reasoning, n)]
+                + [{"type": "signature_delta", "signature": signature(reasoning)}],
+            )
+        )
+    text = reply.get("text") or ""
+    if text:
+        out.append(
+            (
+                {"type": "text", "text": ""},
+                [{"type": "text_delta", "text": p} for p in pieces(text, n)],
+            )
+        )
+    for i, call in enumerate(reply.get("tool_calls") or []):
+        out.append(
+            (
+                {"type": "tool_use", "id": _tool_id(call, i), "name": call["name"], "input": {}},
+                [
+                    {"type": "input_json_delta", "partial_json": p}
+                    for p in pieces(call.get("arguments") or "", n)
+                ],
+            )
+        )
+    return out
 
 
 def json_body(
@@ -279,17 +277,7 @@ def malformed_frame(kind: str) -> bytes:
 
 def check_request(body: Any) -> str | None:
     """What is wrong with a Messages request body, or None."""
-    if not isinstance(body, dict):
-        return "request body must be a JSON object"
-    if not isinstance(body.get("messages"), list):
-        return "'messages' must be an array"
-    if "stream" in body and not isinstance(body["stream"], bool):
-        return f"'stream' must be a boolean, got {type(body['stream']).__name__}"
-    if "model" in body and not isinstance(body["model"], str):
-        return f"'model' must be a string, got {type(body['model']).__name__}"
-    if "tools" in body and body["tools"] is not None and not isinstance(body["tools"], list):
-        return "'tools' must be an array"
-    return None
+    return check_body(body, "messages", (list,), "an array")
 
 
 def match_view(body: dict[str, Any]) -> dict[str, Any]:

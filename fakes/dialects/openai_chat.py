@@ -1,7 +1,7 @@
 """OpenAI chat-completions rendering of a scripted reply (pure, no I/O).
 
 Chat completions is the canonical view every other dialect is read back into, so its read-back
-is the identity; its stream is rendered by ``fakes.plan`` from ``stream_payloads``.
+is the identity, and the scale the other dialects place faults on (``marks``).
 """
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ import json
 from typing import Any
 
 from fakes.dialects._protocol import ChatOut
+from fakes.dialects._sse import check_body, data_frame, dumps, pieces
 
 __all__ = [
     "NAME",
     "PATH",
     "DONE",
-    "stream_payloads",
+    "CHUNK",
+    "stream_events",
     "frame",
     "json_body",
     "error_body",
@@ -24,6 +26,8 @@ __all__ = [
     "malformed_frame",
     "in_band_error_frame",
     "marks",
+    "check_request",
+    "match_view",
     "read_body",
     "read_json",
     "stream_reader",
@@ -31,11 +35,8 @@ __all__ = [
 
 NAME = "openai_chat"
 PATH = "/v1/chat/completions"  # the endpoint, under a session's base URL
-DONE = "[DONE]"
-
-
-def _pieces(s: str, n: int) -> list[str]:
-    return [s[i : i + n] for i in range(0, len(s), n)] or []
+DONE = "[DONE]"  # the end-of-stream marker, a data line of its own (its event's name here)
+CHUNK = "chat.completion.chunk"  # the name of every other event: a chunk's ``object``
 
 
 def _chunk(
@@ -46,10 +47,10 @@ def _chunk(
     finish: str | None = None,
     usage: dict[str, Any] | None = None,
     with_choice: bool = True,
-) -> str:
+) -> tuple[str, dict[str, Any]]:
     obj: dict[str, Any] = {
         "id": cid,
-        "object": "chat.completion.chunk",
+        "object": CHUNK,
         "created": created,
         "model": model,
         "choices": [],
@@ -58,47 +59,45 @@ def _chunk(
         obj["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
     if usage is not None:
         obj["usage"] = usage
-    return _line_safe(json.dumps(obj, ensure_ascii=False))
+    return CHUNK, obj
 
 
-# Characters some SSE line splitters (str.splitlines) treat as line ends; JSON allows escaping.
-_LINE_SEPS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def _line_safe(s: str) -> str:
-    for ch, esc in _LINE_SEPS.items():
-        s = s.replace(ch, esc)
-    return s
-
-
-def stream_payloads(
+def stream_events(
     reply: dict[str, Any],
     model: str,
+    *,
+    terminal: bool = True,
+    empty: str | None = None,
     cid: str = "chatcmpl-fake",
     created: int = 0,
-    done: bool = True,
-) -> list[str]:
-    """The ``data:`` payloads of a streamed reply: role chunk, deltas, finish chunk, [DONE].
+) -> list[tuple[str, dict[str, Any]]]:
+    """The ``(event, payload)`` pairs of a streamed reply: role chunk, deltas, finish chunk,
+    ``[DONE]`` (omitted when ``terminal`` is false).
 
     With ``finish_reason`` None the finish chunk is omitted (usage, if any, is sent with
-    ``finish_reason: null``).
+    ``finish_reason: null``). ``empty``: ``no_choices`` is one chunk with no choice at all,
+    ``empty_message`` renders the (empty) reply as it is.
     """
-    n = int(reply.get("chunk_chars") or 16)
-    # Delta chunks share one template: only the small delta is serialised per event (speed).
-    head = (
-        f'{{"id": {json.dumps(cid)}, "object": "chat.completion.chunk", "created": {created}, '
-        f'"model": {json.dumps(model, ensure_ascii=False)}, "choices": [{{"index": 0, "delta": '
-    )
-    tail = ', "finish_reason": null}]}'
+    if empty == "no_choices":
+        ev = [_chunk(cid, model, created, None, with_choice=False)]
+    else:
+        ev = _content_events(reply, model, cid, created)
+    if terminal:
+        ev.append((DONE, {}))
+    return ev
 
-    def delta(d: dict[str, Any]) -> str:
-        return _line_safe(head + json.dumps(d, ensure_ascii=False) + tail)
+
+def _content_events(
+    reply: dict[str, Any], model: str, cid: str, created: int
+) -> list[tuple[str, dict[str, Any]]]:
+    n = int(reply.get("chunk_chars") or 16)
+
+    def delta(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        return _chunk(cid, model, created, d)
 
     out = [delta({"role": "assistant", "content": ""})]
-    for piece in _pieces(reply.get("reasoning") or "", n):
-        out.append(delta({"reasoning_content": piece}))
-    for piece in _pieces(reply.get("text") or "", n):
-        out.append(delta({"content": piece}))
+    out += [delta({"reasoning_content": p}) for p in pieces(reply.get("reasoning") or "", n)]
+    out += [delta({"content": p}) for p in pieces(reply.get("text") or "", n)]
     for i, call in enumerate(reply.get("tool_calls") or []):
         first = {
             "index": i,
@@ -107,7 +106,7 @@ def stream_payloads(
             "function": {"name": call["name"], "arguments": ""},
         }
         out.append(delta({"tool_calls": [first]}))
-        for piece in _pieces(call.get("arguments") or "", n):
+        for piece in pieces(call.get("arguments") or "", n):
             out.append(delta({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
     finish = reply.get("finish_reason", "stop")
     usage = reply.get("usage")
@@ -115,20 +114,32 @@ def stream_payloads(
         out.append(_chunk(cid, model, created, {}, finish, usage))
     elif usage is not None:
         out.append(_chunk(cid, model, created, None, None, usage, with_choice=False))
-    if done:
-        out.append(DONE)
     return out
 
 
-def frame(payload: str) -> bytes:
-    """One SSE event; multi-line payloads get one ``data:`` line each."""
-    return ("".join(f"data: {line}\n" for line in payload.split("\n")) + "\n").encode()
+def frame(event: str, payload: dict[str, Any]) -> bytes:
+    """One SSE event as chat completions sends it: ``data:`` alone, no event name."""
+    return data_frame(DONE if event == DONE else dumps(payload))
 
 
 def json_body(
-    reply: dict[str, Any], model: str, cid: str = "chatcmpl-fake", created: int = 0
+    reply: dict[str, Any],
+    model: str,
+    *,
+    empty: str | None = None,
+    cid: str = "chatcmpl-fake",
+    created: int = 0,
 ) -> dict[str, Any]:
-    """The non-streaming chat.completion body of a reply."""
+    """The non-streaming chat.completion body of a reply (``empty``: ``no_choices`` has no
+    choice at all)."""
+    if empty == "no_choices":
+        return {
+            "id": cid,
+            "object": "chat.completion",
+            "created": created,
+            "model": model,
+            "choices": [],
+        }
     msg: dict[str, Any] = {"role": "assistant", "content": reply.get("text") or ""}
     if reply.get("reasoning"):
         msg["reasoning_content"] = reply["reasoning"]
@@ -188,28 +199,30 @@ def in_band_error_frame(
 ) -> bytes:
     """An ``{"error": ...}`` chunk inside the stream; ``error`` is the scripted object."""
     err = error or {"message": "simulated in-band error", "type": "server_error"}
-    return frame(json.dumps({"error": err}))
+    del seq, model  # a chat error chunk carries neither
+    return data_frame(json.dumps({"error": err}))
 
 
-def marks(payloads: list[str]) -> list[tuple[int, ...]]:
-    """The content milestone each streamed payload delivers (see ``fakes.plan``'s positions).
+def marks(events: list[tuple[str, dict[str, Any]]]) -> list[tuple[int, ...] | None]:
+    """The content milestone each streamed event delivers (see ``fakes.plan``'s positions):
+    the neutral scale every dialect's ``marks`` is in.
 
     ``(0,)`` the start (role chunk), ``(1, k)`` reasoning piece k, ``(2, k)`` text piece k,
     ``(3, i, 0)`` tool call i opened, ``(3, i, 1, k)`` its argument piece k, ``(4,)`` the finish
     (or usage-only) chunk, ``(5,)`` ``[DONE]``. Tuples order as the reply unfolds.
     """
-    out: list[tuple[int, ...]] = []
+    out: list[tuple[int, ...] | None] = []
     seen: dict[tuple[int, ...], int] = {}
 
     def nth(key: tuple[int, ...]) -> int:
         seen[key] = seen.get(key, -1) + 1
         return seen[key]
 
-    for payload in payloads:
-        if payload == DONE:
+    for event, payload in events:
+        if event == DONE:
             out.append((5,))
             continue
-        choices = json.loads(payload).get("choices") or [{}]
+        choices = payload.get("choices") or [{}]
         delta = choices[0].get("delta")
         if choices[0].get("finish_reason") is not None or delta is None:
             out.append((4,))
@@ -224,6 +237,16 @@ def marks(payloads: list[str]) -> list[tuple[int, ...]]:
             i = int(tc["index"])
             out.append((3, i, 0) if "id" in tc else (3, i, 1, nth((3, i))))
     return out
+
+
+def check_request(body: Any) -> str | None:
+    """What is wrong with a chat-completions request body, or None."""
+    return check_body(body, "messages", (list,), "an array")
+
+
+def match_view(body: dict[str, Any]) -> dict[str, Any]:
+    """A chat request is already the view script steps match on."""
+    return body
 
 
 # -- read-back: the chat view of chat is chat itself ----------------------------------------

@@ -12,10 +12,10 @@ it is omitted when the finish reason is None or ``terminal`` is false. Every pay
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fakes.dialects._openai_responses_read import read_body, read_json, stream_reader
+from fakes.dialects._sse import check_body, event_frame, pieces
 
 __all__ = [
     "NAME",
@@ -47,24 +47,10 @@ _STATUS: dict[str, tuple[str, str | None]] = {
     "content_filter": ("incomplete", "content_filter"),
 }
 
-_LINE_SEPS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def _dumps(obj: Any) -> str:
-    s = json.dumps(obj, ensure_ascii=False)
-    # Characters some SSE line splitters treat as line ends; JSON allows escaping them.
-    for ch, esc in _LINE_SEPS.items():
-        s = s.replace(ch, esc)
-    return s
-
-
-def _pieces(s: str, n: int) -> list[str]:
-    return [s[i : i + n] for i in range(0, len(s), n)]
-
 
 def frame(event: str, payload: dict[str, Any]) -> bytes:
     """One SSE event: an ``event:`` line naming the type, then one ``data:`` line."""
-    return f"event: {event}\ndata: {_dumps(payload)}\n\n".encode()
+    return event_frame(event, payload)
 
 
 def _usage(reply: dict[str, Any]) -> dict[str, Any]:
@@ -177,7 +163,7 @@ def stream_events(
             emit("response.output_item.added", output_index=oi, item=dict(item, summary=[]))
             part: dict[str, Any] = {"type": "summary_text", "text": ""}
             emit("response.reasoning_summary_part.added", **at, summary_index=0, part=part)
-            for p in _pieces(text, n):
+            for p in pieces(text, n):
                 emit("response.reasoning_summary_text.delta", **at, summary_index=0, delta=p)
             emit("response.reasoning_summary_text.done", **at, summary_index=0, text=text)
             emit(
@@ -195,7 +181,7 @@ def stream_events(
             )
             part = {"type": "output_text", "text": "", "annotations": []}
             emit("response.content_part.added", **at, content_index=0, part=part)
-            for p in _pieces(text, n):
+            for p in pieces(text, n):
                 emit("response.output_text.delta", **at, content_index=0, delta=p, logprobs=[])
             emit("response.output_text.done", **at, content_index=0, text=text, logprobs=[])
             emit(
@@ -211,7 +197,7 @@ def stream_events(
                 output_index=oi,
                 item=dict(item, status="in_progress", arguments=""),
             )
-            for p in _pieces(args, n):
+            for p in pieces(args, n):
                 emit("response.function_call_arguments.delta", **at, delta=p)
             emit("response.function_call_arguments.done", **at, name=item["name"], arguments=args)
         emit("response.output_item.done", output_index=oi, item=item)
@@ -283,17 +269,7 @@ def malformed_frame(kind: str) -> bytes:
 
 def check_request(body: Any) -> str | None:
     """What is wrong with a Responses request body, or None."""
-    if not isinstance(body, dict):
-        return "request body must be a JSON object"
-    if not isinstance(body.get("input"), (str, list)):
-        return "'input' must be a string or an array"
-    if "stream" in body and not isinstance(body["stream"], bool):
-        return f"'stream' must be a boolean, got {type(body['stream']).__name__}"
-    if "model" in body and not isinstance(body["model"], str):
-        return f"'model' must be a string, got {type(body['model']).__name__}"
-    if "tools" in body and body["tools"] is not None and not isinstance(body["tools"], list):
-        return "'tools' must be an array"
-    return None
+    return check_body(body, "input", (str, list), "a string or an array")
 
 
 def match_view(body: dict[str, Any]) -> dict[str, Any]:

@@ -13,9 +13,7 @@ from typing import Any
 
 from gw_wire import scenario
 
-from fakes.dialects import anthropic_messages as am
-from fakes.dialects import openai_chat as oc
-from fakes.dialects import openai_responses as orr
+from fakes.dialects import REGISTRY
 from fakes.plan import make_plan
 from fakes.scenario import Scenario
 
@@ -127,9 +125,7 @@ READERS = {
 def whole_frames(reply: dict[str, Any], dialect: str) -> list[bytes]:
     """The healthy stream of ``reply`` in ``dialect``, one entry per event."""
     reply = json.loads(json.dumps(reply, sort_keys=True))  # as plans render it (key order)
-    if dialect == "openai_chat":
-        return [oc.frame(p) for p in oc.stream_payloads(reply, "m")]
-    d = am if dialect == "anthropic_messages" else orr
+    d = REGISTRY[dialect]
     return [d.frame(*e) for e in d.stream_events(reply, "m")]
 
 

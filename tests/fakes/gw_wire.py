@@ -107,7 +107,7 @@ def post_raw(base_url: str, stream: bool = True, path: str = "/chat/completions"
 
 
 def full_stream(reply: dict[str, Any], model: str = "m", done: bool = True) -> bytes:
-    return b"".join(oc.frame(p) for p in oc.stream_payloads(reply, model, done=done))
+    return b"".join(oc.frame(*e) for e in oc.stream_events(reply, model, terminal=done))
 
 
 def events(raw: bytes) -> list[str]:

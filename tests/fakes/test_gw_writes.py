@@ -24,7 +24,7 @@ BLOCKS = [b + b"\n\n" for b in FULL.split(b"\n\n")[:-1]]
 
 
 def oc_frames(reply: dict) -> list[bytes]:
-    return [oc.frame(p) for p in oc.stream_payloads(reply, "m")]
+    return [oc.frame(*e) for e in oc.stream_events(reply, "m")]
 
 
 @pytest.fixture

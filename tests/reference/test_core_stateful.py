@@ -386,6 +386,31 @@ class TurnMachine(RuleBasedStateMachine):
         return [a for a in self.log if isinstance(a, SendRequest)]
 
     # ---- the turn always ends -------------------------------------------------------------
+    def _hostile_answer(self, f: str) -> None:
+        """A sent request met by the hostile fault ``f`` (before its body)."""
+        if f == "reset":
+            self.connect_fails("reset")
+        elif f == "overflow":
+            self.error_status(400, {}, OVERFLOW)
+        elif f in ("tool_length", "no_finish", "call_cut"):
+            self.headers_ok()
+        else:
+            self.error_status(503 if f == "503" else 429, {}, "")
+
+    def _hostile_stream(self, f: str) -> None:
+        """A streaming body met by the hostile fault ``f``."""
+        if f == "call_cut":
+            self.chunk("call")
+            if self.req_state == "stream":
+                self.body_fails("cut")
+        elif f == "tool_length":
+            self.chunk("cut_call")
+            self.chunk("length")
+            if self.req_state == "stream":
+                self.chunk("done")
+        else:
+            self.stream_ends()
+
     def teardown(self):
         # A hostile schedule (one fault, or a cycle of them) must end any unfinished turn.
         faults = self.hostile
@@ -400,26 +425,9 @@ class TurnMachine(RuleBasedStateMachine):
             elif self.hook:
                 self.stop_hook_returns("blocked")
             elif self.req_state == "sent":
-                if f == "reset":
-                    self.connect_fails("reset")
-                elif f == "overflow":
-                    self.error_status(400, {}, OVERFLOW)
-                elif f in ("tool_length", "no_finish", "call_cut"):
-                    self.headers_ok()
-                else:
-                    self.error_status(503 if f == "503" else 429, {}, "")
+                self._hostile_answer(f)
             elif self.req_state == "stream":
-                if f == "call_cut":
-                    self.chunk("call")
-                    if self.req_state == "stream":
-                        self.body_fails("cut")
-                elif f == "tool_length":
-                    self.chunk("cut_call")
-                    self.chunk("length")
-                    if self.req_state == "stream":
-                        self.chunk("done")
-                else:
-                    self.stream_ends()
+                self._hostile_stream(f)
             elif self.req_state == "full":
                 self.full_body("garbage" if f == "503" else "length_cut_calls")
             elif self.timers:

@@ -9,6 +9,7 @@ accepts. The parsers and the shipped adapter share `_events` and import nothing 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from conformance.adapters.shipped_parsers._events import error_event, json_values
 from conformance.adapters.shipped_parsers.claude_code import parse_claude_stream_json
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 # A profile's ``output`` -> its parser (the agent and the flag that makes it print so).
-PARSERS: dict[str, Callable[[str], list[dict]]] = {
+PARSERS: dict[str, Callable[[str], list[dict[str, Any]]]] = {
     "text": parse_text,  # any agent: stdout is the answer
     "qwen-json": parse_qwen_json,  # Qwen Code -o json
     "opencode-json": parse_opencode_json,  # opencode run --format json
@@ -39,7 +40,7 @@ PARSERS: dict[str, Callable[[str], list[dict]]] = {
 }
 
 
-def parse(kind: str, stdout: str) -> list[dict]:
+def parse(kind: str, stdout: str) -> list[dict[str, Any]]:
     """Map an agent's stdout to protocol events with the parser its profile names."""
     try:
         parser = PARSERS[kind]

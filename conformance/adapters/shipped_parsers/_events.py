@@ -50,7 +50,7 @@ _STATUS_KINDS = {
 API_ERROR = re.compile(r"\bAPI Error: (\d{3})\b")
 
 
-def error_event(message: str, status: int | None = None) -> dict:
+def error_event(message: str, status: int | None = None) -> dict[str, Any]:
     """An ``error`` event; typed only from a status the agent printed (field or API Error: N)."""
     if status is None:
         m = API_ERROR.search(message)
@@ -58,19 +58,19 @@ def error_event(message: str, status: int | None = None) -> dict:
     kind = "agent_exit"
     if isinstance(status, int):
         kind = _STATUS_KINDS.get(status) or ("server" if status >= 500 else "agent_exit")
-    ev: dict = {"type": "error", "kind": kind, "message": message[:2000]}
+    ev: dict[str, Any] = {"type": "error", "kind": kind, "message": message[:2000]}
     if isinstance(status, int):
         ev["status"] = status
     return ev
 
 
-def status_in(text: str, pattern: re.Pattern) -> int | None:
+def status_in(text: str, pattern: re.Pattern[str]) -> int | None:
     """The status `pattern`'s first group finds in `text`, or None."""
     m = pattern.search(text)
     return int(m.group(1)) if m else None
 
 
-def tool_call(call_id: Any, name: Any, arguments: Any) -> dict:
+def tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
     """A ``tool_calls`` entry; arguments that are not already a string become sorted JSON."""
     args = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
     return {
@@ -80,7 +80,7 @@ def tool_call(call_id: Any, name: Any, arguments: Any) -> dict:
     }
 
 
-def usage_event(usage: Any, prompt_key: str, completion_key: str) -> dict | None:
+def usage_event(usage: Any, prompt_key: str, completion_key: str) -> dict[str, Any] | None:
     """A ``usage`` event from the agent's own usage object, or None when it has none."""
     if not isinstance(usage, dict):
         return None

@@ -28,6 +28,8 @@ Event order is the order of the lines; times are stamped by the adapter after th
 
 from __future__ import annotations
 
+from typing import Any
+
 from conformance.adapters.shipped_parsers._events import (
     API_ERROR,
     error_event,
@@ -44,105 +46,125 @@ __all__ = ["parse_claude_stream_json"]
 TERMINAL_KINDS = {"prompt_too_long": "prompt_too_long"}
 
 
-def parse_claude_stream_json(stdout: str) -> list[dict]:
+def parse_claude_stream_json(stdout: str) -> list[dict[str, Any]]:
     """Claude Code stream-json lines -> events (see the module docstring)."""
-    events: list[dict] = []
-    n = 0
-    shown_error: dict | None = None
+    t = _Transcript()
     for v in json_values(stdout):
         if not isinstance(v, dict):
             continue
         kind, sub = v.get("type"), v.get("subtype")
         if kind == "system" and sub == "api_retry":
-            delay_ms = v.get("retry_delay_ms")
-            reason = v.get("error_status") or v.get("error") or "retry"
-            ev: dict = {
-                "type": "retry",
-                "attempt": int(v.get("attempt") or 0),
-                "delay_s": round(delay_ms / 1000.0, 6)
-                if isinstance(delay_ms, (int, float))
-                else None,
-                "reason": str(reason),
-            }
-            if isinstance(v.get("max_retries"), int):
-                ev["max_retries"] = v["max_retries"]
-            if isinstance(v.get("error_status"), int):
-                ev["status"] = v["error_status"]
-            events.append(ev)
+            t.events.append(_retry_event(v))
         elif kind == "assistant":
-            msg = v.get("message") or {}
-            if not isinstance(msg, dict):
-                continue
-            content = [c for c in (msg.get("content") or []) if isinstance(c, dict)]
-            if msg.get("model") == "<synthetic>":
-                text = "".join(str(c.get("text", "")) for c in content if c.get("type") == "text")
-                shown_error = error_event(text, status_in(text, API_ERROR))
-                events.append(shown_error)
-                continue
-            cur: dict = {
-                "type": "message",
-                "id": str(v.get("uuid") or f"a{n}"),
-                "role": "assistant",
-                "text": "",
-                "tool_calls": [],
-            }
-            n += 1
-            events.append(cur)
-            for c in content:
-                t = c.get("type")
-                if t == "text":
-                    cur["text"] += str(c.get("text", ""))
-                elif t == "thinking":
-                    cur["reasoning"] = cur.get("reasoning", "") + str(c.get("thinking", ""))
-                elif t == "tool_use":
-                    cur["tool_calls"].append(
-                        tool_call(c.get("id"), c.get("name"), c.get("input", {}))
-                    )
+            t.assistant(v)
         elif kind == "user" and v.get("isSynthetic"):
-            synthetic = (v.get("message") or {}).get("content")
-            if isinstance(synthetic, str):
-                text = synthetic
-            else:
-                text = "".join(
-                    str(c.get("text", ""))
-                    for c in synthetic or []
-                    if isinstance(c, dict) and c.get("type") == "text"
-                )
-            if text:
-                events.append(
-                    {
-                        "type": "message",
-                        "id": str(v.get("uuid") or f"u{n}"),
-                        "role": "user",
-                        "text": text,
-                        "tool_calls": [],
-                        "meta": True,
-                    }
-                )
-                n += 1
+            t.synthetic_user(v)
         elif kind == "result":
-            u = usage_event(v.get("usage"), "input_tokens", "output_tokens")
-            if u is not None:
-                events.append(u)
-            st = v.get("api_error_status")
-            st = st if isinstance(st, int) and not isinstance(st, bool) else None
-            if v.get("is_error") and shown_error is not None:
-                # Its error display may not name the status ("API Error: Request rejected
-                # (429)"); the result's api_error_status types the error shown.
-                if st is not None and "status" not in shown_error:
-                    shown_error.update(error_event(shown_error["message"], st))
-            elif v.get("is_error"):
-                text = str(v.get("result") or sub or "error")
-                errs = v.get("errors")
-                if not v.get("result") and isinstance(errs, list) and errs:
-                    text = "; ".join(map(str, errs))
-                shown_error = error_event(
-                    text, st if st is not None else status_in(text, API_ERROR)
-                )
-                events.append(shown_error)
-            if v.get("is_error") and shown_error is not None:
-                # Its own type of why the turn ended, where it is one of the protocol's kinds.
-                kind = TERMINAL_KINDS.get(str(v.get("terminal_reason")))
-                if kind is not None:
-                    shown_error["kind"] = kind
-    return events
+            t.result(v)
+    return t.events
+
+
+class _Transcript:
+    """The events of the lines read so far: messages are numbered (an id for a line that
+    printed no ``uuid``), and the error shown last is kept for the result to type."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.n = 0
+        self.shown_error: dict[str, Any] | None = None
+
+    def assistant(self, v: dict[str, Any]) -> None:
+        msg = v.get("message") or {}
+        if not isinstance(msg, dict):
+            return
+        content = [c for c in (msg.get("content") or []) if isinstance(c, dict)]
+        if msg.get("model") == "<synthetic>":
+            text = "".join(str(c.get("text", "")) for c in content if c.get("type") == "text")
+            self.shown_error = error_event(text, status_in(text, API_ERROR))
+            self.events.append(self.shown_error)
+            return
+        cur: dict[str, Any] = {
+            "type": "message",
+            "id": str(v.get("uuid") or f"a{self.n}"),
+            "role": "assistant",
+            "text": "",
+            "tool_calls": [],
+        }
+        self.n += 1
+        self.events.append(cur)
+        for c in content:
+            t = c.get("type")
+            if t == "text":
+                cur["text"] += str(c.get("text", ""))
+            elif t == "thinking":
+                cur["reasoning"] = cur.get("reasoning", "") + str(c.get("thinking", ""))
+            elif t == "tool_use":
+                cur["tool_calls"].append(tool_call(c.get("id"), c.get("name"), c.get("input", {})))
+
+    def synthetic_user(self, v: dict[str, Any]) -> None:
+        synthetic = (v.get("message") or {}).get("content")
+        if isinstance(synthetic, str):
+            text = synthetic
+        else:
+            text = "".join(
+                str(c.get("text", ""))
+                for c in synthetic or []
+                if isinstance(c, dict) and c.get("type") == "text"
+            )
+        if not text:
+            return
+        self.events.append(
+            {
+                "type": "message",
+                "id": str(v.get("uuid") or f"u{self.n}"),
+                "role": "user",
+                "text": text,
+                "tool_calls": [],
+                "meta": True,
+            }
+        )
+        self.n += 1
+
+    def result(self, v: dict[str, Any]) -> None:
+        u = usage_event(v.get("usage"), "input_tokens", "output_tokens")
+        if u is not None:
+            self.events.append(u)
+        if not v.get("is_error"):
+            return
+        st = v.get("api_error_status")
+        st = st if isinstance(st, int) and not isinstance(st, bool) else None
+        if self.shown_error is not None:
+            # Its error display may not name the status ("API Error: Request rejected
+            # (429)"); the result's api_error_status types the error shown.
+            if st is not None and "status" not in self.shown_error:
+                self.shown_error.update(error_event(self.shown_error["message"], st))
+        else:
+            text = str(v.get("result") or v.get("subtype") or "error")
+            errs = v.get("errors")
+            if not v.get("result") and isinstance(errs, list) and errs:
+                text = "; ".join(map(str, errs))
+            self.shown_error = error_event(
+                text, st if st is not None else status_in(text, API_ERROR)
+            )
+            self.events.append(self.shown_error)
+        # Its own type of why the turn ended, where it is one of the protocol's kinds.
+        kind = TERMINAL_KINDS.get(str(v.get("terminal_reason")))
+        if kind is not None:
+            self.shown_error["kind"] = kind
+
+
+def _retry_event(v: dict[str, Any]) -> dict[str, Any]:
+    """A ``system/api_retry`` line's ``retry`` event."""
+    delay_ms = v.get("retry_delay_ms")
+    reason = v.get("error_status") or v.get("error") or "retry"
+    ev: dict[str, Any] = {
+        "type": "retry",
+        "attempt": int(v.get("attempt") or 0),
+        "delay_s": round(delay_ms / 1000.0, 6) if isinstance(delay_ms, (int, float)) else None,
+        "reason": str(reason),
+    }
+    if isinstance(v.get("max_retries"), int):
+        ev["max_retries"] = v["max_retries"]
+    if isinstance(v.get("error_status"), int):
+        ev["status"] = v["error_status"]
+    return ev

@@ -40,78 +40,86 @@ _CODEX_TOOL_ITEMS = {
 }
 
 
-def parse_codex_json(stdout: str) -> list[dict]:
+def parse_codex_json(stdout: str) -> list[dict[str, Any]]:
     """Codex ``exec --json`` lines -> events (see the module docstring)."""
-    events: list[dict] = []
-    reasoning: list[str] = []
-    calls: list[dict] = []
-    n = 0
+    t = _Transcript()
     for v in json_values(stdout):
         if not isinstance(v, dict):
             continue
         kind = v.get("type")
         if kind == "item.completed":
-            item = v.get("item") or {}
-            if not isinstance(item, dict):
-                continue
-            it = item.get("type") or item.get("item_type")
-            if it == "reasoning":
-                reasoning.append(str(item.get("text", "")))
-            elif it in _CODEX_TOOL_ITEMS:
-                args = {k: item.get(k) for k in _CODEX_TOOL_ITEMS[it] if k in item}
-                calls.append(tool_call(item.get("id"), it, args))
-            elif it == "agent_message":
-                ev: dict = {
-                    "type": "message",
-                    "id": str(item.get("id") or f"a{n}"),
-                    "role": "assistant",
-                    "text": str(item.get("text", "")),
-                    "tool_calls": calls,
-                }
-                if reasoning:
-                    ev["reasoning"] = "".join(reasoning)
-                events.append(ev)
-                reasoning, calls, n = [], [], n + 1
-            # An ``error`` *item* is Codex's non-fatal warning (e.g. "Model metadata for `m` not
-            # found"); the turn goes on. It is kept in the agent log, not shown as an error.
+            t.item(v.get("item") or {})
         elif kind == "turn.completed":
             u = usage_event(v.get("usage"), "input_tokens", "output_tokens")
             if u is not None:
-                events.append(u)
-        elif kind == "turn.failed" and _same_error(events, v.get("error")):
+                t.events.append(u)
+        elif kind == "turn.failed" and _same_error(t.events, v.get("error")):
             continue  # the turn's end repeats the error line just printed: one error shown
         elif kind in ("turn.failed", "error"):
-            err = v.get("error") if kind == "turn.failed" else v
-            msg = str((err or {}).get("message", "") if isinstance(err, dict) else err)
-            m = _RECONNECT.match(msg)
-            if kind == "error" and m:
-                events.append(
-                    {
-                        "type": "retry",
-                        "attempt": int(m.group(1)),
-                        "delay_s": None,
-                        "reason": msg[:500],
-                        "max_retries": int(m.group(2)),
-                    }
-                )
-                continue
-            events.append(error_event(msg, status_in(msg, _CODEX_STATUS)))
-    if calls or reasoning:
+            t.events.append(_error_line(kind, v))
+    if t.calls or t.reasoning:
         # Tool use or reasoning after the last answer: keep it visible as its own message.
-        ev = {
+        t.message(f"a{t.n}", "")
+    return t.events
+
+
+class _Transcript:
+    """The events of the lines read so far; the reasoning and tool calls since the last
+    answer, which go with the next one; the answers numbered (an id for one printed without)."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.reasoning: list[str] = []
+        self.calls: list[dict[str, Any]] = []
+        self.n = 0
+
+    def item(self, item: Any) -> None:
+        """A completed item."""
+        if not isinstance(item, dict):
+            return
+        it = item.get("type") or item.get("item_type")
+        if it == "reasoning":
+            self.reasoning.append(str(item.get("text", "")))
+        elif it in _CODEX_TOOL_ITEMS:
+            args = {k: item.get(k) for k in _CODEX_TOOL_ITEMS[it] if k in item}
+            self.calls.append(tool_call(item.get("id"), it, args))
+        elif it == "agent_message":
+            self.message(str(item.get("id") or f"a{self.n}"), str(item.get("text", "")))
+        # An ``error`` *item* is Codex's non-fatal warning (e.g. "Model metadata for `m` not
+        # found"); the turn goes on. It is kept in the agent log, not shown as an error.
+
+    def message(self, mid: str, text: str) -> None:
+        """An assistant message with the reasoning and tool calls gathered since the last."""
+        ev: dict[str, Any] = {
             "type": "message",
-            "id": f"a{n}",
+            "id": mid,
             "role": "assistant",
-            "text": "",
-            "tool_calls": calls,
+            "text": text,
+            "tool_calls": self.calls,
         }
-        if reasoning:
-            ev["reasoning"] = "".join(reasoning)
-        events.append(ev)
-    return events
+        if self.reasoning:
+            ev["reasoning"] = "".join(self.reasoning)
+        self.events.append(ev)
+        self.reasoning, self.calls, self.n = [], [], self.n + 1
 
 
-def _same_error(events: list[dict], err: Any) -> bool:
+def _error_line(kind: str, v: dict[str, Any]) -> dict[str, Any]:
+    """A ``turn.failed`` or ``error`` line: an error, or the retry of a reconnecting stream."""
+    err = v.get("error") if kind == "turn.failed" else v
+    msg = str((err or {}).get("message", "") if isinstance(err, dict) else err)
+    m = _RECONNECT.match(msg)
+    if kind == "error" and m:
+        return {
+            "type": "retry",
+            "attempt": int(m.group(1)),
+            "delay_s": None,
+            "reason": msg[:500],
+            "max_retries": int(m.group(2)),
+        }
+    return error_event(msg, status_in(msg, _CODEX_STATUS))
+
+
+def _same_error(events: list[dict[str, Any]], err: Any) -> bool:
     msg = err.get("message") if isinstance(err, dict) else err
     last = events[-1] if events else {}
     return last.get("type") == "error" and last.get("message") == str(msg or "")[:2000]

@@ -15,12 +15,12 @@ from conformance.adapters.shipped_parsers._events import error_event, json_value
 __all__ = ["parse_opencode_json"]
 
 
-def parse_opencode_json(stdout: str) -> list[dict]:
+def parse_opencode_json(stdout: str) -> list[dict[str, Any]]:
     """opencode ``run --format json``: one event per line (text parts, tool uses, errors)."""
-    events: list[dict] = []
+    events: list[dict[str, Any]] = []
     texts: dict[str, str] = {}
     order: list[str] = []
-    calls: list[dict] = []
+    calls: list[dict[str, Any]] = []
     for v in json_values(stdout):
         if not isinstance(v, dict):
             continue

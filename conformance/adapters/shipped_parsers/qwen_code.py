@@ -15,9 +15,9 @@ from conformance.adapters.shipped_parsers._events import error_event, json_value
 __all__ = ["parse_qwen_json"]
 
 
-def parse_qwen_json(stdout: str) -> list[dict]:
+def parse_qwen_json(stdout: str) -> list[dict[str, Any]]:
     """Qwen Code ``-o json``: a JSON array of stream messages (assistant / result)."""
-    events: list[dict] = []
+    events: list[dict[str, Any]] = []
     msgs: list[Any] = []
     for v in json_values(stdout):
         msgs.extend(v if isinstance(v, list) else [v])

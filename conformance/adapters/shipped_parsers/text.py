@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["parse_text"]
 
 
-def parse_text(stdout: str) -> list[dict]:
+def parse_text(stdout: str) -> list[dict[str, Any]]:
     """One assistant ``message`` with the stripped stdout; none when it printed nothing."""
     text = stdout.strip()
     return (
