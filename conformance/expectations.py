@@ -213,20 +213,61 @@ def _release_of(text: str) -> str | None:
     return None
 
 
-def load_expectations(path: str | os.PathLike[str]) -> Expectations:
-    """Load and validate an expectations file; raise ExpectationsError naming file:line."""
-    p = Path(path)
+def _compose(p: Path) -> tuple[str, yaml.Node | None]:
+    """The file's text and its YAML node tree; ExpectationsError naming file:line."""
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ExpectationsError(f"{p}: cannot read the expectations file: {exc}") from exc
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        return text, yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ExpectationsError(
             f"{_where(str(p), mark.line + 1 if mark else 0)}: not valid YAML: {exc}"
         ) from exc
+
+
+def _entry(data: dict[str, Any], where: str, line: int) -> Expectation:
+    """One entry's mapping, checked key by key (``where``: file:line, for the messages)."""
+    for name in data:
+        if name not in _KEYS:
+            raise ExpectationsError(f"{where}: unknown key {name!r}; allowed: {', '.join(_KEYS)}")
+    cid, verdict = data.get("criterion"), data.get("verdict")
+    if not isinstance(cid, str) or not cid:
+        raise ExpectationsError(f"{where}: 'criterion' is required (a criterion ID)")
+    if cid not in {c.id for c in CATALOGUE}:
+        raise ExpectationsError(
+            f"{where}: unknown criterion ID {cid!r}; `conformance list` shows them"
+        )
+    if verdict not in VERDICTS:
+        raise ExpectationsError(
+            f"{where}: {cid}: unknown verdict {verdict!r}; expected one of " + ", ".join(VERDICTS)
+        )
+    reason, agent = data.get("reason") or "", data.get("agent")
+    flaky, rate = data.get("flaky", False), data.get("rate")
+    if rate is not None and (
+        verdict != "UNSTABLE" or not isinstance(rate, (int, float)) or not 0 <= rate <= 1
+    ):
+        raise ExpectationsError(
+            f"{where}: {cid}: 'rate' is for an UNSTABLE verdict: the share of runs (0 to 1) "
+            "that must still pass"
+        )
+    if not isinstance(reason, str):
+        raise ExpectationsError(f"{where}: {cid}: 'reason' must be text")
+    if not isinstance(flaky, bool):
+        raise ExpectationsError(f"{where}: {cid}: 'flaky' must be true or false")
+    if agent is not None and (not isinstance(agent, str) or not agent):
+        raise ExpectationsError(f"{where}: {cid}: 'agent' must be an agent name")
+    return Expectation(
+        cid, verdict, reason, agent, line, flaky, None if rate is None else float(rate)
+    )
+
+
+def load_expectations(path: str | os.PathLike[str]) -> Expectations:
+    """Load and validate an expectations file; raise ExpectationsError naming file:line."""
+    p = Path(path)
+    text, node = _compose(p)
     release = _release_of(text)
     if node is None:
         return Expectations([], str(p), release)  # an empty file expects nothing
@@ -235,7 +276,6 @@ def load_expectations(path: str | os.PathLike[str]) -> Expectations:
             f"{_where(str(p), node.start_mark.line + 1)}: an expectations file is a YAML list "
             "of entries like '- {criterion: RTY-03, verdict: FAIL, reason: ...}'"
         )
-    known = {c.id for c in CATALOGUE}
     entries: list[Expectation] = []
     seen: dict[tuple[str, str | None], int] = {}
     for item in node.value:
@@ -245,52 +285,15 @@ def load_expectations(path: str | os.PathLike[str]) -> Expectations:
             raise ExpectationsError(
                 f"{where}: each entry is a mapping with criterion, verdict and reason"
             )
-        data: dict[str, Any] = yaml.safe_load(yaml.serialize(item))
-        for name in data:
-            if name not in _KEYS:
-                raise ExpectationsError(
-                    f"{where}: unknown key {name!r}; allowed: {', '.join(_KEYS)}"
-                )
-        cid, verdict = data.get("criterion"), data.get("verdict")
-        if not isinstance(cid, str) or not cid:
-            raise ExpectationsError(f"{where}: 'criterion' is required (a criterion ID)")
-        if cid not in known:
-            raise ExpectationsError(
-                f"{where}: unknown criterion ID {cid!r}; `conformance list` shows them"
-            )
-        if verdict not in VERDICTS:
-            raise ExpectationsError(
-                f"{where}: {cid}: unknown verdict {verdict!r}; expected one of "
-                + ", ".join(VERDICTS)
-            )
-        reason, agent = data.get("reason") or "", data.get("agent")
-        flaky = data.get("flaky", False)
-        rate = data.get("rate")
-        if rate is not None and (
-            verdict != "UNSTABLE" or not isinstance(rate, (int, float)) or not 0 <= rate <= 1
-        ):
-            raise ExpectationsError(
-                f"{where}: {cid}: 'rate' is for an UNSTABLE verdict: the share of runs (0 to 1) "
-                "that must still pass"
-            )
-        if not isinstance(reason, str):
-            raise ExpectationsError(f"{where}: {cid}: 'reason' must be text")
-        if not isinstance(flaky, bool):
-            raise ExpectationsError(f"{where}: {cid}: 'flaky' must be true or false")
-        if agent is not None and (not isinstance(agent, str) or not agent):
-            raise ExpectationsError(f"{where}: {cid}: 'agent' must be an agent name")
-        key = (cid, agent)
+        e = _entry(yaml.safe_load(yaml.serialize(item)), where, line)
+        key = (e.criterion, e.agent)
         if key in seen:
             raise ExpectationsError(
-                f"{where}: {cid} is already expected at line {seen[key]}"
-                + (f" for agent {agent!r}" if agent else "")
+                f"{where}: {e.criterion} is already expected at line {seen[key]}"
+                + (f" for agent {e.agent!r}" if e.agent else "")
             )
         seen[key] = line
-        entries.append(
-            Expectation(
-                cid, verdict, reason, agent, line, flaky, None if rate is None else float(rate)
-            )
-        )
+        entries.append(e)
     return Expectations(entries, str(p), release)
 
 
