@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ RESULTS = "results.json"
 MANIFEST = "manifest.json"
 
 
-def manifest(doc: dict[str, Any], results_sha256: str) -> dict[str, Any]:
+def manifest(doc: Mapping[str, Any], results_sha256: str) -> dict[str, Any]:
     run = doc.get("run") or {}
     return {
         "format": "conformance-certificate",
@@ -46,7 +47,7 @@ def manifest(doc: dict[str, Any], results_sha256: str) -> dict[str, Any]:
     }
 
 
-def write_bundle(doc: dict[str, Any], path: Path) -> Path:
+def write_bundle(doc: Mapping[str, Any], path: Path) -> Path:
     """Write ``doc`` as a certificate bundle at ``path`` (atomically: a reader never sees half)."""
     raw = json.dumps(doc, ensure_ascii=False, indent=1).encode("utf-8")
     digest = hashlib.sha256(raw).hexdigest()

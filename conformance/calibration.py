@@ -27,6 +27,7 @@ results carry what was measured (``clock`` in each scenario entry).
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -140,7 +141,7 @@ def judge(
     return replace(measured, accepted=True, timing_ok=True, reason="accepted")
 
 
-def _announced(entry: dict[str, Any]) -> list[float] | None:
+def _announced(entry: Mapping[str, Any]) -> list[float] | None:
     """The delays the agent printed before its retries (``retry`` events with ``delay_s``),
     or None when it printed none for some retry."""
     delays = [e.get("delay_s") for e in entry.get("events") or [] if e.get("type") == "retry"]
@@ -149,7 +150,7 @@ def _announced(entry: dict[str, Any]) -> list[float] | None:
     return [float(d) for d in delays]
 
 
-def _waits(entry: dict[str, Any]) -> list[float]:
+def _waits(entry: Mapping[str, Any]) -> list[float]:
     """Real seconds from each failed response's end to the next request."""
     journal = entry.get("journal") or {}
     chat = [e for e in journal.get("entries") or [] if e.get("kind") == "chat"]

@@ -37,6 +37,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import FlakyFailure, FlakyReplay
 
 from conformance.adapters.base import Adapter, make_adapter
+from conformance.results import ScenarioVerdict
 from conformance.runner import run_scenario
 from fakes import Gateway, Scenario, SyncGateway, load_scenario
 from fakes.faults import FAULTS
@@ -154,7 +155,7 @@ class Finding:
     """A schedule that broke criteria, as shrunk by Hypothesis."""
 
     scenario: dict[str, Any]
-    broken: dict[str, dict]  # criterion id -> scenario verdict entry
+    broken: dict[str, ScenarioVerdict]  # criterion id -> scenario verdict entry
     path: Path | None = None
     reproduced: bool | None = None
 
@@ -172,7 +173,7 @@ class FuzzReport:
         return self.schedules / self.elapsed_s if self.elapsed_s else 0.0
 
 
-def _broken(verdicts: dict[str, dict]) -> dict[str, dict]:
+def _broken(verdicts: dict[str, ScenarioVerdict]) -> dict[str, ScenarioVerdict]:
     return {c: v for c, v in verdicts.items() if c in FUZZ_CRITERIA and v["verdict"] in BAD}
 
 
@@ -220,7 +221,7 @@ def run_fuzz(
     first_failure_at: list[float] = []
     began = time.monotonic()
 
-    def run_one(sc: dict[str, Any]) -> dict[str, dict]:
+    def run_one(sc: dict[str, Any]) -> dict[str, ScenarioVerdict]:
         scenario = Scenario.from_dict(sc, source="<fuzz schedule>")
         _, verdicts = run_scenario(gateway, adapter, scenario, time_scale=time_scale)
         return verdicts

@@ -36,7 +36,7 @@ import struct
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -454,7 +454,7 @@ class LoopbackGuard:
             self.proxy.close()
 
 
-def certify_problems(results: dict[str, Any]) -> list[str]:
+def certify_problems(results: Mapping[str, Any]) -> list[str]:
     """Certification mode: one line per scenario run in which something tried to leave.
 
     `results` is the results document (contracts §4). Scenario entries carry

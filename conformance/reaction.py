@@ -28,6 +28,7 @@ not cover. The results carry what was measured (``reaction`` in each scenario en
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,7 +147,7 @@ class Reaction:
 NO_REACTION = Reaction()
 
 
-def reaction_gaps(entry: dict[str, Any]) -> list[float]:
+def reaction_gaps(entry: Mapping[str, Any]) -> list[float]:
     """Real seconds from the end of each answer that asked no wait (a hosted tool's answer, a
     429 with ``Retry-After: 0``) to the next model request."""
     journal = entry.get("journal") or {}

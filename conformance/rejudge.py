@@ -24,7 +24,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from conformance.bundle import RESULTS as BUNDLE_RESULTS
 from conformance.errors import ConformanceError
 from conformance.release import CATALOGUE_VERSION, Change, changes_between, rules_sha256
 from conformance.repeat import combine
+from conformance.results import Run, ScenarioEntry, ScenarioVerdict
 from conformance.run.gate import admit
 from conformance.run.judge import evidence_of, judge
 from conformance.run.record import drive_of, evidence_digest
@@ -108,8 +109,8 @@ def _from_bundle(path: Path) -> dict[str, Any]:
 
 
 def _verdicts_of(
-    entry: dict[str, Any], agent: dict[str, Any], run: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
+    entry: ScenarioEntry, agent: Mapping[str, Any], run: Mapping[str, Any]
+) -> dict[str, ScenarioVerdict]:
     """One saved run of a scenario, judged again (module doc)."""
     scenario = Scenario.from_dict(entry["scenario"], source=str(entry.get("file") or entry["id"]))
     saved = agent.get("traits") or {}
@@ -127,47 +128,51 @@ def _verdicts_of(
     drive, allowances = drive_of(entry)
     secrets = (drive.api_key,) if drive.api_key else ()
     ev = evidence_of(scenario, admission, drive, allowances, secrets)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, ScenarioVerdict] = {}
     for cid, r in judge(scenario, admission, drive, ev).items():
-        out[cid] = {"id": scenario.id, "verdict": r.verdict, "expected": r.expected}
-        out[cid]["observed"] = r.observed
+        out[cid] = {
+            "id": scenario.id,
+            "verdict": r.verdict,
+            "expected": r.expected,
+            "observed": r.observed,
+        }
         if r.partial:
             out[cid]["partial"] = True
     return out
 
 
 def _settled(
-    entry: dict[str, Any], agent: dict[str, Any], run: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
+    entry: ScenarioEntry, agent: Mapping[str, Any], run: Mapping[str, Any]
+) -> dict[str, ScenarioVerdict]:
     """The verdicts of a saved scenario entry, settled as the run settled them: each run of
     ``--repeat`` settled on its own, then joined (``conformance.repeat``)."""
     repeats = entry.get("repeats")
     if not repeats:
         return _settled_run(entry, agent, run)
-    runs = [{k: v for k, v in entry.items() if k != "repeats"}, *repeats]
+    alone = entry.copy()
+    del alone["repeats"]
+    runs = [alone, *repeats]
     return combine([(r, _settled_run(r, agent, run)) for r in runs])[1]
 
 
 def _settled_run(
-    entry: dict[str, Any], agent: dict[str, Any], run: dict[str, Any]
-) -> dict[str, dict[str, Any]]:
+    entry: ScenarioEntry, agent: Mapping[str, Any], run: Mapping[str, Any]
+) -> dict[str, ScenarioVerdict]:
     """The verdicts of one saved run, settled as the run settled them: a failed timing verdict
     confirmed on a slower clock (the entry is the confirming run, ``first_run`` or
     ``fast_clock_run`` the first), then the reruns of ``--verify``."""
-    current = (entry, _verdicts_of(entry, agent, run))
+    current: Run = (entry, _verdicts_of(entry, agent, run))
     first = entry.get("first_run") or entry.get("fast_clock_run")
     if first is not None:
         current = confirmed((first, _verdicts_of(first, agent, run)), current)
     reruns = list(entry.get("reruns") or [])
     if not reruns:
         return current[1]
-    again: Iterator[tuple[dict, dict[str, dict]]] = (
-        (r, _verdicts_of(r, agent, run)) for r in reruns
-    )
+    again: Iterator[Run] = ((r, _verdicts_of(r, agent, run)) for r in reruns)
     return verified(current, lambda: next(again), len(reruns))[1]
 
 
-def _check(entry: dict[str, Any]) -> str | None:
+def _check(entry: Mapping[str, Any]) -> str | None:
     """Why an entry cannot be re-judged (None: it can); the runs kept inside it (the first run
     of a confirmed verdict, the reruns of ``--verify``) are checked too."""
     if "scenario" not in entry or "evidence_sha256" not in entry:
@@ -194,8 +199,11 @@ def rejudge(doc: dict[str, Any]) -> Rejudged:
     for agent in doc.get("agents") or []:
         name = str(agent.get("name"))
         old = _old_verdicts(agent)
-        runs = []
-        for entry in agent.get("scenarios") or []:
+        runs: list[Run] = []
+        # Read as the shape the run wrote (conformance.results); _check and the judge say
+        # where a saved entry falls short of it.
+        saved: list[ScenarioEntry] = agent.get("scenarios") or []
+        for entry in saved:
             out.entries += 1
             why = _check(entry)
             try:
@@ -236,9 +244,9 @@ def rejudge(doc: dict[str, Any]) -> Rejudged:
     return out
 
 
-def _old_verdicts(agent: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+def _old_verdicts(agent: Mapping[str, Any]) -> dict[str, dict[str, ScenarioVerdict]]:
     """{scenario id: {criterion: verdict entry}} as the file has them."""
-    old: dict[str, dict[str, dict[str, Any]]] = {}
+    old: dict[str, dict[str, ScenarioVerdict]] = {}
     for cid, res in (agent.get("criteria") or {}).items():
         for v in res.get("scenarios") or []:
             old.setdefault(str(v.get("id")), {})[cid] = v
@@ -248,8 +256,8 @@ def _old_verdicts(agent: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]
 def _moved(
     agent: str,
     sid: str,
-    before: dict[str, dict[str, Any]],
-    after: dict[str, dict[str, Any]],
+    before: Mapping[str, Mapping[str, Any]],
+    after: Mapping[str, Mapping[str, Any]],
     judged_by: str | None,
 ) -> list[Moved]:
     out = []

@@ -13,19 +13,19 @@ below (``conformance.expectations``).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
+from conformance.results import Run, ScenarioVerdict
 from conformance.verdicts import aggregate
 
 __all__ = ["PASSING", "UNSTABLE", "combine", "rate_of"]
 
-UNSTABLE = "UNSTABLE"
+UNSTABLE: Final = "UNSTABLE"
 PASSING = frozenset({"PASS", "INFORMATIONAL", "UNSUPPORTED"})  # a run that did not fail
 
-Run = tuple[dict[str, Any], dict[str, dict[str, Any]]]
 
-
-def rate_of(verdict: dict[str, Any]) -> float | None:
+def rate_of(verdict: Mapping[str, Any]) -> float | None:
     """The pass rate of an UNSTABLE scenario verdict (None for any other verdict)."""
     rep = verdict.get("repeat") if verdict.get("verdict") == UNSTABLE else None
     if not rep:
@@ -37,9 +37,10 @@ def combine(runs: list[Run]) -> Run:
     """The runs of one scenario joined (module doc); one run is returned as it is."""
     if len(runs) == 1:
         return runs[0]
-    entry = {**runs[0][0], "repeats": [r[0] for r in runs[1:]]}
+    entry = runs[0][0].copy()
+    entry["repeats"] = [r[0] for r in runs[1:]]
     cids = list(dict.fromkeys(cid for _, verdicts in runs for cid in verdicts))
-    combined: dict[str, dict[str, Any]] = {}
+    combined: dict[str, ScenarioVerdict] = {}
     for cid in cids:
         seen = [verdicts.get(cid) for _, verdicts in runs]
         said = [v["verdict"] if v else "ERROR" for v in seen]

@@ -46,6 +46,15 @@ from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline
 from conformance.reaction import NO_REACTION, Reaction
 from conformance.release import CATALOGUE_VERSION, rules_sha256
 from conformance.repeat import combine
+from conformance.results import (
+    AgentResults,
+    CriterionResult,
+    ResultsDocument,
+    Run,
+    RunInfo,
+    ScenarioEntry,
+    ScenarioVerdict,
+)
 from conformance.run.drive import Drive, drive, not_driven
 from conformance.run.gate import (
     DEFAULT_DIALECT,
@@ -123,9 +132,11 @@ def _allowances(adapter: Adapter, scale: float, timing: Timing, reaction: Reacti
     return Allowances(timing=timing, overhead_s=over_s, overhead_spread_s=spread_s)
 
 
-def _verdicts(rulings: dict[str, Ruling], scenario_id: str, api_key: str) -> dict[str, dict]:
+def _verdicts(
+    rulings: dict[str, Ruling], scenario_id: str, api_key: str
+) -> dict[str, ScenarioVerdict]:
     mark = key_marker(api_key) if api_key else ""
-    out: dict[str, dict] = {}
+    out: dict[str, ScenarioVerdict] = {}
     for cid, r in rulings.items():
         out[cid] = {
             "id": scenario_id,
@@ -150,7 +161,7 @@ def run_scenario(
     tool_transport: str = "http",
     confirm: bool = False,
     reaction: Reaction = NO_REACTION,
-) -> tuple[dict, dict[str, dict]]:
+) -> Run:
     """Run one scenario in ``dialect``, its tools over ``tool_transport``: gate, drive, judge;
     return its results entry and {criterion id: scenario verdict entry}. Timing checks judge with
     ``timing``'s allowances (``conformance.timing``) and the agent's ``reaction``. ``confirm``:
@@ -195,14 +206,24 @@ def _entry(
     allowances: Allowances,
     admission: Admission,
     adapter: Adapter,
-) -> dict[str, Any]:
+) -> ScenarioEntry:
     """The scenario's results entry (contracts §4): the record, redacted, and how it ran."""
-    entry: dict[str, Any] = {
+    kept = recorded(scenario.raw, record, allowances)
+    entry: ScenarioEntry = {
         "id": scenario.id,
         "file": _display_path(scenario.source),
         "duration_s": round(record.duration_s, 4),
         "rerun": rerun,
-        **recorded(scenario.raw, record, allowances),
+        "scenario": kept["scenario"],
+        "status": kept["status"],
+        "error": kept["error"],
+        "crashed": kept["crashed"],
+        "journal": kept["journal"],
+        "events": kept["events"],
+        "agent_log": kept["agent_log"],
+        "debug_files": kept["debug_files"],
+        "judged_with": kept["judged_with"],
+        "evidence_sha256": kept["evidence_sha256"],
     }
     clock = adapter.fast_clock
     info = clock.clock_info(record.time_scale) if clock is not None else None
@@ -234,11 +255,11 @@ def run_checked(
     config: RunConfig,
     rerun: str = "",
     reaction: Reaction = NO_REACTION,
-) -> tuple[dict, dict[str, dict]]:
+) -> Run:
     """``run_scenario`` with a failed timing verdict confirmed (on a fast clock) and, with
     ``config.verify``, rerun until it reproduces (``conformance.verify``)."""
 
-    def once(confirm: bool) -> tuple[dict, dict[str, dict]]:
+    def once(confirm: bool) -> Run:
         return run_scenario(
             gateway,
             adapter,
@@ -255,7 +276,9 @@ def run_checked(
     return judged(once, config.verify)
 
 
-def progress_line(i: int, n: int, entry: dict, verdicts: dict[str, dict]) -> str:
+def progress_line(
+    i: int, n: int, entry: ScenarioEntry, verdicts: dict[str, ScenarioVerdict]
+) -> str:
     """One progress line per scenario: ``[i/n] id: status, worst VERDICT``, and what was run
     again to reach it (a timing verdict confirmed on a slower clock, --verify reruns, repeats)."""
     worst = aggregate([v["verdict"] for v in verdicts.values()])
@@ -289,14 +312,33 @@ def agent_results(
     name: str,
     adapter_name: str,
     capabilities: Iterable[str],
-    runs: Iterable[tuple[dict, dict[str, dict]]],
+    runs: Iterable[Run],
     *,
     traits: AgentTraits = DEFAULT_TRAITS,
-) -> dict:
+) -> AgentResults:
     """One agent's results entry (contracts §4) from ``run_scenario``'s (entry, verdicts) pairs,
     in the order given; each criterion's aggregate is the worst of its scenarios. ``traits``:
     what the gate knew of the agent beyond its capabilities (kept for ``conformance rejudge``)."""
-    agent: dict[str, Any] = {
+    per_criterion: dict[str, list[ScenarioVerdict]] = {}
+    scenarios: list[ScenarioEntry] = []
+    version: str | None = None
+    for entry, verdicts in runs:
+        scenarios.append(entry)
+        if version is None:
+            # The agent's own word in its hello, not the harness's version.
+            hello: dict[str, Any] = next(
+                (e for e in entry.get("events") or [] if e.get("type") == "hello"), {}
+            )
+            version = str(hello["version"]) if hello.get("version") else None
+        for cid, v in verdicts.items():
+            per_criterion.setdefault(cid, []).append(v)
+    criteria: dict[str, CriterionResult] = {}
+    for cid in sorted(per_criterion):
+        found = per_criterion[cid]
+        criteria[cid] = {"verdict": aggregate([r["verdict"] for r in found]), "scenarios": found}
+        if any(r.get("flaky") for r in found):  # its verdict differed between runs (--verify)
+            criteria[cid]["flaky"] = True
+    return {
         "name": name,
         "adapter": adapter_name,
         "capabilities": sorted(capabilities),
@@ -304,30 +346,10 @@ def agent_results(
             "takes_history": traits.takes_history,
             "config_ignored": sorted(traits.config_ignored),
         },
-        "criteria": {},
-        "scenarios": [],
+        "criteria": criteria,
+        "scenarios": scenarios,
+        "version": version,
     }
-    per_criterion: dict[str, list[dict]] = {}
-    agent["version"] = None
-    for entry, verdicts in runs:
-        agent["scenarios"].append(entry)
-        if agent["version"] is None:
-            # The agent's own word in its hello, not the harness's version.
-            hello: dict[str, Any] = next(
-                (e for e in entry.get("events") or [] if e.get("type") == "hello"), {}
-            )
-            agent["version"] = str(hello["version"]) if hello.get("version") else None
-        for cid, v in verdicts.items():
-            per_criterion.setdefault(cid, []).append(v)
-    for cid in sorted(per_criterion):
-        found = per_criterion[cid]
-        agent["criteria"][cid] = {
-            "verdict": aggregate([r["verdict"] for r in found]),
-            "scenarios": found,
-        }
-        if any(r.get("flaky") for r in found):  # its verdict differed between runs (--verify)
-            agent["criteria"][cid]["flaky"] = True
-    return agent
 
 
 def run_suite(
@@ -345,14 +367,14 @@ def run_suite(
     tool_transport: str = "http",
     reaction: Reaction = NO_REACTION,
     repeat: int = 1,
-) -> dict:
+) -> AgentResults:
     """Run ``scenarios`` in order in ``dialect``; return the agent's results entry (contracts
     §4). A failed timing verdict is confirmed on a slower clock, and with ``verify`` rerun
     (``conformance.verify``); waits are judged net of the agent's ``reaction``. With ``repeat``
     each scenario runs that many times, its runs joined (``conformance.repeat``)."""
     scenarios = list(scenarios)
     config = RunConfig(time_scale, dialect, tool_transport, timing, verify, repeat)
-    runs: list[tuple[dict, dict[str, dict]]] = []
+    runs: list[Run] = []
     try:
         for i, scenario in enumerate(scenarios, 1):
             if stop is not None and stop.is_set():
@@ -376,41 +398,43 @@ def run_suite(
 
 
 def results_document(
-    agents: list[dict],
+    agents: list[AgentResults],
     *,
     started: float,
     time_scale: float,
     interrupted: bool,
     command: str,
     dialect: str = DEFAULT_DIALECT,
-    timing: dict | None = None,
+    timing: dict[str, Any] | None = None,
     tool_transport: str = "http",
     repeat: int = 1,
-) -> dict:
+) -> ResultsDocument:
     """Wrap agents' results into the results document of contracts §4 (``timing``: the run's
     measured timing allowances, ``conformance.timing``)."""
 
     def iso(t: float) -> str:
         return _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
+    run: RunInfo = {
+        "started": iso(started),
+        "finished": iso(time.time()),
+        "time_scale": time_scale,
+        "interrupted": interrupted,
+        "command": command,
+        "harness_version": __version__,
+        # The rules that judged it (conformance.release): never compared across releases.
+        "catalogue_version": CATALOGUE_VERSION,
+        "catalogue_sha256": rules_sha256(),
+        "dialect": dialect,
+        "tool_transport": tool_transport,
+        "repeat": repeat,  # how many runs of each scenario the verdicts rest on
+    }
+    if timing is not None:
+        run["timing"] = timing
     return {
         "format": "conformance-results",
         "version": 1,
-        "run": {
-            "started": iso(started),
-            "finished": iso(time.time()),
-            "time_scale": time_scale,
-            "interrupted": interrupted,
-            "command": command,
-            "harness_version": __version__,
-            # The rules that judged it (conformance.release): never compared across releases.
-            "catalogue_version": CATALOGUE_VERSION,
-            "catalogue_sha256": rules_sha256(),
-            "dialect": dialect,
-            "tool_transport": tool_transport,
-            "repeat": repeat,  # how many runs of each scenario the verdicts rest on
-            **({"timing": timing} if timing is not None else {}),
-        },
+        "run": run,
         "catalogue": [asdict(c) for c in CATALOGUE],
         "agents": agents,
     }

@@ -26,10 +26,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from conformance.adapters.interface import Adapter
 from conformance.errors import ConformanceError
@@ -46,6 +46,7 @@ from conformance.expectations import (
 from conformance.options import DEFAULT_EXPECTATIONS, RunSettings
 from conformance.reaction import NO_REACTION, Reaction
 from conformance.repeat import combine
+from conformance.results import AgentResults, ResultsDocument, ScenarioEntry, ScenarioVerdict
 from conformance.runner import (
     DEFAULT_TIME_SCALE,
     RunConfig,
@@ -101,8 +102,8 @@ class ScenarioRun(TypedDict):
     capabilities: list[str]
     index: int  # the item's place in collection order
     repeat: int  # which of the scenario's --repeat runs (from 0)
-    entry: dict  # runner.run_scenario's results entry
-    verdicts: dict[str, dict]  # and its verdicts
+    entry: ScenarioEntry  # runner.run_scenario's results entry
+    verdicts: dict[str, ScenarioVerdict]  # and its verdicts
     timing: dict  # the timing allowances it was judged with (conformance.timing.Timing)
 
 
@@ -172,10 +173,10 @@ class RunSession:
         self.agents: list[AgentUnderTest] = []
         self.started = time.time()
         self.interrupted = False
-        self.document: dict | None = None  # set by finish()
+        self.document: ResultsDocument | None = None  # set by finish()
         self.report: Path | None = None  # the report's index.html, once rendered
         self._runs: list[ScenarioRun] = []
-        self._agent_results: list[dict] | None = None  # from run_in_process
+        self._agent_results: list[AgentResults] | None = None  # from run_in_process
         self._stack = contextlib.ExitStack()
         self._gateway: GatewayHandle | None = None
         self.process = "main"  # which of the run's processes this is (the xdist worker's id)
@@ -368,7 +369,7 @@ class RunSession:
             "timing": self.timing.as_dict(),
         }
 
-    def regressions(self, run: ScenarioRun) -> list[tuple[str, dict, str]]:
+    def regressions(self, run: ScenarioRun) -> list[tuple[str, ScenarioVerdict, str]]:
         """The verdicts of one scenario run that the expectations do not allow, as (criterion,
         verdict entry, the worst verdict allowed)."""
         strict = self.settings.strict
@@ -396,7 +397,7 @@ class RunSession:
 
     # --- results -------------------------------------------------------------------------------
 
-    def _agents_of_runs(self) -> list[dict]:
+    def _agents_of_runs(self) -> list[AgentResults]:
         """The agents' results entries of the recorded runs, in collection order, the runs of
         one scenario (``--repeat``) joined (``conformance.repeat``)."""
         agents = []
@@ -426,7 +427,7 @@ class RunSession:
                 )
         return agents
 
-    def finish(self, *, interrupted: bool) -> dict:
+    def finish(self, *, interrupted: bool) -> ResultsDocument:
         """Build the results document of what ran, write it and render the report."""
         self.interrupted = interrupted
         agents = self._agent_results
@@ -457,7 +458,8 @@ class RunSession:
         if self.settings.report_dir is not None and doc["agents"]:
             from reports import render
 
-            self.report = render([doc], self.settings.report_dir)
+            # reports validates its input against the same shape (results.schema.json).
+            self.report = render([cast(dict[str, Any], doc)], self.settings.report_dir)
             if self.settings.junit is not None:
                 shutil.copyfile(self.report.parent / "junit.xml", self.settings.junit)
         return doc
@@ -488,7 +490,7 @@ class RunSession:
         failed = comparison.regressions or problems
         return Gate(EXIT_REGRESSION if failed else EXIT_OK, comparison, problems)
 
-    def _finished(self) -> dict:
+    def _finished(self) -> ResultsDocument:
         if self.document is None:
             raise RuntimeError("the run is not finished: call finish() first")
         return self.document
@@ -517,7 +519,7 @@ def _index(run: ScenarioRun) -> int:
     return run["index"]
 
 
-def certify_problems(doc: dict, *, coverage: bool = True) -> list[str]:
+def certify_problems(doc: Mapping[str, Any], *, coverage: bool = True) -> list[str]:
     """Certification mode: outside connection attempts of guarded agents, then (``coverage``)
     per agent the shards of its run that are missing and the MUST criteria no scenario judged
     (UNSUPPORTED is reported apart: the report counts it; a certificate states it)."""
@@ -527,7 +529,7 @@ def certify_problems(doc: dict, *, coverage: bool = True) -> list[str]:
     lines = outside_attempts(doc)
     if not coverage:
         return lines
-    report = build_report([doc])
+    report = build_report([dict(doc)])
     for agent, missing, count in report.incomplete():
         lines.append(
             f"{agent.name}: shard(s) {', '.join(map(str, missing))} of {count} missing: the "

@@ -29,10 +29,11 @@ run on the confirming clock too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from conformance.checks import TIMING
+from conformance.results import Run, ScenarioEntry, ScenarioVerdict
 from conformance.verdicts import SEVERITY
 
 __all__ = ["FAILING", "confirmed", "judged", "settle", "verified"]
@@ -41,8 +42,6 @@ __all__ = ["FAILING", "confirmed", "judged", "settle", "verified"]
 FAILING = frozenset({"FAIL", "NON-STRICT", "ERROR", "TIMEOUT"})
 _DOUBTFUL = frozenset({"FAIL", "NON-STRICT"})  # a first verdict that asks for a rerun
 
-Run = tuple[dict, dict[str, dict]]  # run_scenario's (entry, verdicts)
-
 
 def settle(seen: list[str]) -> str:
     """The verdict of a criterion given in turn ``seen`` by the runs of one scenario."""
@@ -50,17 +49,17 @@ def settle(seen: list[str]) -> str:
     return min(stands or seen, key=SEVERITY.index)
 
 
-def _doubtful(verdicts: dict[str, dict]) -> list[str]:
+def _doubtful(verdicts: Mapping[str, ScenarioVerdict]) -> list[str]:
     return [cid for cid, v in verdicts.items() if cid in TIMING and v["verdict"] in _DOUBTFUL]
 
 
-def _fast_clock(entry: dict) -> float | None:
+def _fast_clock(entry: ScenarioEntry) -> float | None:
     """The speed of the fast clock the run's agent was on (None: real time)."""
     speed = (entry.get("clock") or {}).get("time_warp")
     return float(speed) if speed else None
 
 
-def _scale(entry: dict) -> float:
+def _scale(entry: ScenarioEntry) -> float:
     return float((entry.get("journal") or {}).get("time_scale") or 1.0)
 
 
@@ -105,7 +104,7 @@ def confirmed(first: Run, again: Run) -> Run:
         }
         if speed is not None:
             settled[cid]["fast_clock"] = {"speed": speed, **_run_of(fast)}
-    out = dict(again_entry)
+    out = again_entry.copy()
     if speed is not None:
         out["clock"] = {
             **(again_entry.get("clock") or {}),
@@ -128,31 +127,33 @@ def verified(first: Run, again: Callable[[], Run], verify: int) -> Run:
     runs = [first]
     for _ in range(verify):
         runs.append(again())
-        agree = all(
-            r[1].get(cid, {}).get("verdict") == verdicts[cid]["verdict"]
-            for r in runs
-            for cid in doubtful
-        )
+        agree = all(_said(r, cid) == verdicts[cid]["verdict"] for r in runs for cid in doubtful)
         if agree:
             break  # reproduced: the first verdicts stand
     settled = dict(verdicts)
     for cid in doubtful:
-        seen = [r[1].get(cid, {}).get("verdict", "ERROR") for r in runs]
+        seen = [_said(r, cid) or "ERROR" for r in runs]
         if len(set(seen)) == 1:
             continue
         final = settle(seen)
-        chosen = next(r[1][cid] for r in runs if r[1].get(cid, {}).get("verdict") == final)
+        chosen = next(r[1][cid] for r in runs if _said(r, cid) == final)
         settled[cid] = {
             **chosen,
             "flaky": True,
             "runs": [_run_of(r[1].get(cid)) for r in runs],
         }
-    out: dict[str, Any] = dict(entry)
+    out = entry.copy()
     out["reruns"] = [r[0] for r in runs[1:]]
     return out, settled
 
 
-def _run_of(v: dict | None) -> dict[str, Any]:
+def _said(run: Run, cid: str) -> str | None:
+    """The verdict ``run`` gave ``cid`` (None: not judged in it)."""
+    v = run[1].get(cid)
+    return v["verdict"] if v is not None else None
+
+
+def _run_of(v: ScenarioVerdict | None) -> dict[str, Any]:
     if v is None:
         return {"verdict": "ERROR", "observed": "the criterion was not judged in this run"}
     return {"verdict": v["verdict"], "observed": v.get("observed")}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, cast
 
 from conformance.adapters.interface import REDACTED, Status, key_marker, redact, redact_obj
@@ -72,14 +73,14 @@ def recorded(raw_scenario: dict[str, Any], drive: Drive, allowances: Allowances)
     return fields
 
 
-def evidence_digest(entry: dict[str, Any]) -> str:
+def evidence_digest(entry: Mapping[str, Any]) -> str:
     """The sha256 of an entry's evidence fields, as canonical JSON (sorted keys, no spaces)."""
     evidence = {k: entry.get(k) for k in EVIDENCE_FIELDS}
     text = json.dumps(evidence, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def drive_of(entry: dict[str, Any]) -> tuple[Drive, Allowances]:
+def drive_of(entry: Mapping[str, Any]) -> tuple[Drive, Allowances]:
     """The drive record and allowances a saved entry was judged on. Its key is the entry's key
     marker (``key_marker``): the judge is handed that as the secret DBG-02 looks for."""
     used = entry.get("judged_with") or {}
