@@ -106,7 +106,7 @@ def chunk(text: str | None = None, finish: str | None = None) -> dict:
     return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
 
-def tried(*statuses, upstream="primary", gap_ms=5.0, retry_after=None):
+def tried(*statuses, upstream="primary", gap_ms=5.0, retry_after=None, finish=True):
     out, t = [], 1.0
     for s in statuses:
         out.append(
@@ -121,6 +121,7 @@ def tried(*statuses, upstream="primary", gap_ms=5.0, retry_after=None):
                 "end": "complete",
                 "events_sent": None,
                 "sent_bytes": None,
+                "finish_sent": finish and s == 200,
             }
         )
         t += gap_ms
@@ -142,7 +143,15 @@ def test_clean_end_without_finish_is_truncated_and_whole_reply_passes():
     assert (f["outcome"], f["done"]) == ("unmarked", True)
     assert judge(BY_ID["cut-after-content"], Policy(), f, tried(200), [])[0] == "TRUNCATED"
     whole = client_facts(sse(chunk(SECONDARY_TEXT), chunk(finish="stop"), "[DONE]"))
-    assert judge(BY_ID["cut-after-content"], Policy(), whole, tried(200), [])[0] == "PASS"
+    sec = tried(200, upstream="secondary")
+    assert judge(BY_ID["cut-after-content"], Policy(), whole, tried(200), sec)[0] == "PASS"
+
+
+def test_finish_reason_the_upstream_never_sent_is_unsafe():
+    whole = client_facts(sse(chunk(PRIMARY_TEXT), chunk(finish="stop"), "[DONE]"))
+    case = BY_ID["end-without-finish"]
+    assert judge(case, Policy(), whole, tried(200, finish=False), [])[0] == "UNSAFE"
+    assert judge(case, Policy(), whole, tried(200), [])[0] == "PASS"
 
 
 def test_error_after_content_passes_error_before_content_does_not():

@@ -5,7 +5,7 @@ entries (arrival, headers, end, status, the fault served), the reply is the clie
 Verdicts, worst first (docs/probe.md, "Failover"):
 
 * ``UNSAFE``: a partial or spliced reply presented as complete (it carries a finish reason),
-  or a request that must not be resent (400, context length) was sent again, here or there;
+  or a reply given a finish reason its upstream never sent, or a request that must not be resent (400, context length) was sent again, here or there;
 * ``TRUNCATED``: a partial reply that ended cleanly with no finish reason and no error: only a
   client that checks the finish marker can tell;
 * ``RETRY-TOO-SOON``: the primary was retried sooner than its 429's ``Retry-After`` said;
@@ -20,6 +20,7 @@ Verdicts, worst first (docs/probe.md, "Failover"):
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from conformance.probe.exchange import Exchange
@@ -31,6 +32,11 @@ __all__ = ["FAILOVER_VERDICTS", "attempts", "client_facts", "judge"]
 # A retry counts as honouring Retry-After if it waited at least this share of it (clock
 # granularity and the gateway's own bookkeeping).
 _RETRY_AFTER_SLACK = 0.9
+
+
+# A finish reason in what an upstream sent (the fake renders ``"finish_reason": null`` until the
+# last chunk).
+_FINISH = re.compile(r'"finish_reason"\s*:\s*"')
 
 
 def _ms(ns: int | None, t0_ns: int) -> float | None:
@@ -58,6 +64,7 @@ def attempts(upstream: str, journal: dict[str, Any], t0_ns: int) -> list[dict[st
                 "end": r.get("end"),
                 "events_sent": r.get("events_sent"),
                 "sent_bytes": r.get("sent_bytes"),
+                "finish_sent": bool(_FINISH.search(r.get("sent") or "")),
             }
         )
     return out
@@ -223,6 +230,12 @@ def judge(
     if soon:
         return "RETRY-TOO-SOON", f"{soon} ({counts}); {said}"
     if got == "complete":
+        source = primary if client["text"] == PRIMARY_TEXT else secondary
+        if not any(a.get("finish_sent") for a in source):
+            return "UNSAFE", (
+                f"a finish_reason the upstream never sent: an unmarked reply made to look "
+                f"complete ({counts}); {said}"
+            )
         return "PASS", f"recovered ({counts}); {said}"
     if got != "hang" and client["content_before_failure"] > 0:
         return "PASS", (
