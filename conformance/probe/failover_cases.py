@@ -91,6 +91,10 @@ def _burst(n: int, fault: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 RECOVER = "a complete reply (from the secondary, or from the primary on a retry)"
+AFTER = (
+    RECOVER + ", or the failure passed on after the content already passed on; never the "
+    "partial reply as a whole one, never two replies spliced"
+)
 REFUSE = "a clear 4xx error; the request sent once, to the primary only"
 
 CASES: tuple[Case, ...] = (
@@ -141,8 +145,7 @@ CASES: tuple[Case, ...] = (
         "cut-after-content",
         "stream reset after two content chunks, every time",
         "recoverable",
-        RECOVER + ", or a clear error after the content already passed on; never the "
-        "partial reply as a whole one, never two replies spliced",
+        AFTER,
         _always({"cut": {"after_events": 3, "mode": "reset"}}),
     ),
     Case(
@@ -160,6 +163,13 @@ CASES: tuple[Case, ...] = (
         _always({"malformed_event": {"after_events": 1, "kind": "bad_json"}}),
     ),
     Case(
+        "malformed-after-content",
+        "a chunk that is not JSON after two content chunks, every time",
+        "recoverable",
+        AFTER,
+        _always({"malformed_event": {"after_events": 3, "kind": "bad_json"}}),
+    ),
+    Case(
         "end-without-finish",
         "the whole text and [DONE], but no finish_reason, every time",
         "recoverable",
@@ -172,6 +182,13 @@ CASES: tuple[Case, ...] = (
         "recoverable",
         RECOVER,
         _always({"in_band_error": {"after_events": 1}}),
+    ),
+    Case(
+        "in-band-error-after-content",
+        "an error event after two content chunks, then a clean close, every time",
+        "recoverable",
+        AFTER,
+        _always({"in_band_error": {"after_events": 3}}),
     ),
     Case(
         "context-length",
