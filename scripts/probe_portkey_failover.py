@@ -56,7 +56,9 @@ class Portkey:
         self.hosts: list[str] = []
 
     def start(self, routes: dict[str, Route]) -> str:
-        self.configs = {c: portkey_config(self.policy, r, self.key or "") for c, r in routes.items()}
+        self.configs = {
+            c: portkey_config(self.policy, r, self.key or "") for c, r in routes.items()
+        }
         self.hosts = [u for r in routes.values() for u in (r.primary, r.secondary)]
         text = json.dumps({c: json.loads(v) for c, v in self.configs.items()}, indent=2)
         (self.out / f"portkey-{self.label}.json").write_text(
