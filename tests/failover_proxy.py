@@ -16,13 +16,17 @@ is passed on as far as it got, then given a finish reason and ``[DONE]``), ``ign
 
 from __future__ import annotations
 
+import argparse
 import json
+import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -171,6 +175,18 @@ class ProxyTarget:
             self._server = None
 
 
+def serve_forever(config: str, port: int, bugs: set[str], time_scale: float) -> None:
+    """Run the proxy in this process until it is terminated (``__main__``)."""
+    proxy = Proxy(config, bugs, time_scale)
+    server = ThreadingHTTPServer(("127.0.0.1", port), _handler(proxy))
+    server.daemon_threads = True
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
 @contextmanager
 def proxy_target(**kw: Any) -> Iterator[ProxyTarget]:
     t = ProxyTarget(**kw)
@@ -178,3 +194,13 @@ def proxy_target(**kw: Any) -> Iterator[ProxyTarget]:
         yield t
     finally:
         t.stop()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description="the failover probe's test proxy")
+    ap.add_argument("--config", type=Path, required=True)
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--time-scale", type=float, default=1.0)
+    ap.add_argument("--bug", action="append", default=[], choices=BUGS)
+    a = ap.parse_args()
+    serve_forever(a.config.read_text("utf-8"), a.port, set(a.bug), a.time_scale)

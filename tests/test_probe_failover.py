@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -342,3 +343,48 @@ def _doc_table_ids(heading: str) -> list[str]:
 def test_docs_list_every_verdict_and_case():
     assert _doc_table_ids("### Failover verdicts") == list(FAILOVER_VERDICTS)
     assert _doc_table_ids("### Failover cases") == [c.id for c in CASES]
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+PROXY = Path(__file__).resolve().parent / "failover_proxy.py"
+
+
+def cli(tmp_path, *extra: str) -> int:
+    from conformance.cli import main
+
+    cmd = f"{sys.executable} {PROXY} --config {{config}} --port {{port}} --time-scale {SCALE}"
+    return main(
+        ["probe", "failover", "--kind", "proxy", "--name", "proxy", "--out", str(tmp_path)]
+        + ["--time-scale", str(SCALE), "--client-timeout", "2"]
+        + ["--gateway-command", cmd + "".join(f" {e}" for e in extra)]
+        + ["--cases", "429-retry-after,bad-request"]
+    )
+
+
+def test_command_line_starts_the_gateway_and_judges_it(tmp_path):
+    assert cli(tmp_path / "ok") == 0
+    doc = json.loads((tmp_path / "ok" / "failover-proxy.json").read_text("utf-8"))
+    assert {c["id"]: c["verdict"] for c in doc["cases"]} == {
+        "429-retry-after": "PASS",
+        "bad-request": "PASS",
+    }
+    assert (tmp_path / "ok" / "failover.html").exists()
+    assert cli(tmp_path / "bug", "--bug", "retry_400") == 1
+    doc = json.loads((tmp_path / "bug" / "failover-proxy.json").read_text("utf-8"))
+    assert {c["id"]: c["verdict"] for c in doc["cases"]}["bad-request"] == "UNSAFE"
+
+
+def test_command_line_bad_usage_is_exit_2(tmp_path, capsys):
+    from conformance.probe import main
+
+    base = ["failover", "--kind", "proxy", "--out", str(tmp_path)]
+    assert main([*base, "--gateway-command", "x --port {port}"]) == 2
+    assert "{config}" in capsys.readouterr().err
+    assert main([*base, "--gateway-command", "x {config} {port}", "--cases", "nope"]) == 2
+    assert "unknown case(s) nope" in capsys.readouterr().err
+    assert main([*base, "--gateway-command", "x {config} {port}", "--retry-on", "4x"]) == 2
+    # A gateway that exits at once: the report says so, exit 2.
+    assert main([*base, "--gateway-command", f"{sys.executable} -c pass {{config}} {{port}}"]) == 2
+    assert "exited with status 0" in capsys.readouterr().err

@@ -156,6 +156,11 @@ def _now() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["failover"]:  # its own mode and options (docs/probe.md, Failover)
+        from conformance.probe.failover_cli import main as failover_main
+
+        return failover_main(argv[1:])
     ap = parser()
     try:
         args = ap.parse_args(argv)

@@ -202,8 +202,8 @@ def run_failover(
                 gw.create_session(secondary_scenario(c), time_scale=time_scale),
             )
         routes = {k: Route(p.base_url, s.base_url) for k, (p, s) in made.items()}
-        config = target.start(routes)
         try:
+            config = target.start(routes)
             for c in cases:
                 print(f"== failover case {c.id}", flush=True)
                 r = run_case(
