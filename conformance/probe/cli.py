@@ -41,6 +41,8 @@ def parser() -> argparse.ArgumentParser:
         "(short answer, long reasoning answer, tool call; streamed and not) and a report of its "
         "habits, each judged against what the reference agent relies on. Exit status: 0 every "
         "habit relied on is there, 1 some is missing, 2 bad usage or gateway unreachable.",
+        epilog="`conformance probe failover --help`: judge a gateway's own retries and "
+        "fallbacks under upstream faults instead.",
     )
     ap.add_argument("--base-url", required=True, help="the gateway's base URL, e.g. http://host/v1")
     ap.add_argument("--model", required=True, help="model name to ask for")
