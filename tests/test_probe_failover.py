@@ -2,7 +2,8 @@
 caught by its case, the judge on hand-built replies, the config writers, the report and the docs.
 
 Everything on loopback, port 0, with the fake upstreams and the proxy on one scaled clock
-(Retry-After 2 s and the 3 s attempt timeout become 100 and 150 ms)."""
+(Retry-After 2 s, the 4 s attempt timeout and the 60 s stall become 200 ms, 400 ms and 6 s:
+far enough apart that a loaded machine does not blur them)."""
 
 from __future__ import annotations
 
@@ -30,15 +31,18 @@ from fakes.pytest_plugin import fake_gateway  # noqa: F401 (fixture)
 from reports import ResultsError
 from reports.probe_failover import FAILOVER_VERDICTS, render_failover, validate_failover
 
-SCALE = 0.05
+SCALE = 0.1
+POLICY = Policy(timeout_s=4.0)
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "probe.md"
 BY_ID = {c.id: c for c in CASES}
 
 
 def run(gw, bugs=(), only=None):
     cases = [BY_ID[i] for i in only] if only else CASES
-    with proxy_target(bugs=set(bugs), time_scale=SCALE) as t:
-        doc = run_failover(gw, t, cases=cases, time_scale=SCALE, client_timeout=2.0, settle_s=0.1)
+    with proxy_target(bugs=set(bugs), time_scale=SCALE, policy=POLICY) as t:
+        doc = run_failover(
+            gw, t, POLICY, cases=cases, time_scale=SCALE, client_timeout=3.0, settle_s=0.1
+        )
     assert doc["error"] is None
     validate_failover(doc)
     return doc, {c["id"]: c["verdict"] for c in doc["cases"]}
@@ -357,7 +361,7 @@ def cli(tmp_path, *extra: str) -> int:
     cmd = f"{sys.executable} {PROXY} --config {{config}} --port {{port}} --time-scale {SCALE}"
     return main(
         ["probe", "failover", "--kind", "proxy", "--name", "proxy", "--out", str(tmp_path)]
-        + ["--time-scale", str(SCALE), "--client-timeout", "2"]
+        + ["--time-scale", str(SCALE), "--client-timeout", "3", "--timeout", "4"]
         + ["--gateway-command", cmd + "".join(f" {e}" for e in extra)]
         + ["--cases", "429-retry-after,bad-request"]
     )
