@@ -93,7 +93,6 @@ def _body(ex: Exchange) -> str:
 
 
 def run_case(
-    gw: Any,
     target: Target,
     case: Case,
     policy: Policy,
@@ -207,7 +206,6 @@ def run_failover(
             for c in cases:
                 print(f"== failover case {c.id}", flush=True)
                 r = run_case(
-                    gw,
                     target,
                     c,
                     policy,
