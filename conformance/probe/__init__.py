@@ -25,6 +25,11 @@ what came back, ``facts`` what the exchanges show, ``observations`` one function
 its verdict, ``document`` the JSON report, ``record`` the replay scenario, ``redact`` keeping
 the secrets out, ``wire`` each dialect's endpoint, bodies and read-back, ``cli`` the command
 line.
+
+``conformance probe failover`` judges a gateway's own retries and fallbacks instead (docs/probe.md,
+"Failover"): ``failover_cases`` the policy and the cases, ``failover_config`` the gateway's config
+from the policy, ``failover_command`` starting the gateway, ``failover`` running the cases,
+``failover_judge`` the verdicts, ``failover_cli`` its command line.
 """
 
 from conformance.probe.cli import execute, extras, main, parser

@@ -41,6 +41,8 @@ def parser() -> argparse.ArgumentParser:
         "(short answer, long reasoning answer, tool call; streamed and not) and a report of its "
         "habits, each judged against what the reference agent relies on. Exit status: 0 every "
         "habit relied on is there, 1 some is missing, 2 bad usage or gateway unreachable.",
+        epilog="`conformance probe failover --help`: judge a gateway's own retries and "
+        "fallbacks under upstream faults instead.",
     )
     ap.add_argument("--base-url", required=True, help="the gateway's base URL, e.g. http://host/v1")
     ap.add_argument("--model", required=True, help="model name to ask for")
@@ -156,6 +158,11 @@ def _now() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["failover"]:  # its own mode and options (docs/probe.md, Failover)
+        from conformance.probe.failover_cli import main as failover_main
+
+        return failover_main(argv[1:])
     ap = parser()
     try:
         args = ap.parse_args(argv)
