@@ -90,6 +90,62 @@ def _relation(text: str) -> str:
     return "a text neither upstream sent"
 
 
+def _read_stream(ex: Exchange, f: dict[str, Any], text: list[str]) -> int | None:
+    """Read an SSE body into ``f`` and ``text``; where (in characters of text) it first failed."""
+    failed_at: int | None = None
+    evs = ex.events()
+    f["events"] = len(evs)
+    for ev in evs:
+        if ev["data"] == "[DONE]":
+            f["done"] = True
+            continue
+        j = ev["json"]
+        broken = not isinstance(j, dict)
+        if broken or "error" in j or ev["event"] == "error":
+            f["malformed_events" if broken else "error_events"] += 1
+            failed_at = len("".join(text)) if failed_at is None else failed_at
+            continue
+        for ch in j.get("choices") or []:
+            delta = ch.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                text.append(delta["content"])
+            if ch.get("finish_reason"):
+                f["finish_reason"] = ch["finish_reason"]
+    return failed_at
+
+
+def _read_json(ex: Exchange, f: dict[str, Any], text: list[str]) -> None:
+    body = ex.json_body()
+    if not isinstance(body, dict):
+        return
+    for ch in body.get("choices") or []:
+        msg = ch.get("message") or {}
+        if isinstance(msg.get("content"), str):
+            text.append(msg["content"])
+        if ch.get("finish_reason"):
+            f["finish_reason"] = ch["finish_reason"]
+    if isinstance(body.get("error"), dict):
+        f["error_body"] = {k: body["error"].get(k) for k in ("type", "code") if k in body["error"]}
+
+
+def _outcome(ex: Exchange, f: dict[str, Any]) -> str:
+    if ex.end == "unreachable":
+        return "unreachable"
+    if ex.end == "timeout":
+        return "hang"
+    if ex.status is None or ex.status >= 400:
+        return "error-status"
+    if ex.end != "complete":
+        return "broken"
+    if f["error_events"]:
+        return "in-band-error"
+    if f["malformed_events"]:
+        return "malformed"
+    if f["finish_reason"]:
+        return "complete" if f["text"] in (PRIMARY_TEXT, SECONDARY_TEXT) else "marked-partial"
+    return "unmarked"
+
+
 def client_facts(ex: Exchange) -> dict[str, Any]:
     """What the client received, read from its bytes: the outcome and its evidence.
 
@@ -117,62 +173,15 @@ def client_facts(ex: Exchange) -> dict[str, Any]:
     text: list[str] = []
     failed_at: int | None = None
     if ex.is_sse():
-        evs = ex.events()
-        f["events"] = len(evs)
-        for ev in evs:
-            if ev["data"] == "[DONE]":
-                f["done"] = True
-                continue
-            j = ev["json"]
-            if not isinstance(j, dict):
-                f["malformed_events"] += 1
-                failed_at = len("".join(text)) if failed_at is None else failed_at
-                continue
-            if "error" in j or ev["event"] == "error":
-                f["error_events"] += 1
-                failed_at = len("".join(text)) if failed_at is None else failed_at
-                continue
-            for ch in j.get("choices") or []:
-                delta = ch.get("delta") or {}
-                if isinstance(delta.get("content"), str):
-                    text.append(delta["content"])
-                if ch.get("finish_reason"):
-                    f["finish_reason"] = ch["finish_reason"]
+        failed_at = _read_stream(ex, f, text)
     else:
-        body = ex.json_body()
-        if isinstance(body, dict):
-            for ch in body.get("choices") or []:
-                msg = ch.get("message") or {}
-                if isinstance(msg.get("content"), str):
-                    text.append(msg["content"])
-                if ch.get("finish_reason"):
-                    f["finish_reason"] = ch["finish_reason"]
-            if isinstance(body.get("error"), dict):
-                f["error_body"] = {
-                    k: body["error"].get(k) for k in ("type", "code") if k in body["error"]
-                }
+        _read_json(ex, f, text)
     f["text"] = "".join(text)
     f["text_is"] = _relation(f["text"])
     if ex.end != "complete" and failed_at is None:
         failed_at = len(f["text"])
     f["content_before_failure"] = failed_at or 0
-    if ex.end == "unreachable":
-        f["outcome"] = "unreachable"
-    elif ex.end == "timeout":
-        f["outcome"] = "hang"
-    elif ex.status is None or ex.status >= 400:
-        f["outcome"] = "error-status"
-    elif ex.end != "complete":
-        f["outcome"] = "broken"
-    elif f["error_events"]:
-        f["outcome"] = "in-band-error"
-    elif f["malformed_events"]:
-        f["outcome"] = "malformed"
-    elif f["finish_reason"]:
-        whole = f["text"] in (PRIMARY_TEXT, SECONDARY_TEXT)
-        f["outcome"] = "complete" if whole else "marked-partial"
-    else:
-        f["outcome"] = "unmarked"
+    f["outcome"] = _outcome(ex, f)
     return f
 
 
