@@ -139,7 +139,9 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
                 view = scenario_page(a, sc, cited.get(sid, []), p)
                 target = out_dir / p.page
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(scenario_tpl.render(**common, s=view, root="../../"), encoding="utf-8")
+                target.write_text(
+                    scenario_tpl.render(**common, s=view, root="../../"), encoding="utf-8"
+                )
                 pending.append(write_evidence(out_dir / p.evidence, sc, pool))
         for done in pending:
             done.result()  # a write that failed fails the render

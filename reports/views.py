@@ -39,8 +39,8 @@ __all__ = [
 FEATURED = 8  # scenarios shown with their picture on a criterion page, per agent
 SMALL = 4  # an agent with at most this many scenarios for a criterion has them all shown
 MAX_ROWS = 200  # requests (and events) drawn in full on a scenario page; the rest counted
-PAGE_TEXT = 200_000  # characters of bodies on one scenario page, shared among its bodies
-FIELD_MIN, FIELD_MAX = 400, 6000  # the cut of one body, whatever the share
+PAGE_TEXT = 50_000  # characters of bodies on one scenario page, shared among its bodies
+FIELD_MIN, FIELD_MAX = 300, 6000  # the cut of one body, whatever the share
 OBSERVED_ROW = 240  # characters of a verdict text in a table row (the whole on the page)
 
 
@@ -74,8 +74,16 @@ class Paths:
         return f"evidence/{self.agent}/{self.scenario}{EVIDENCE_SUFFIX}"
 
 
+PRETTY_MAX = 50_000  # a value this long as compact JSON is shown compact (and cut)
+
+
 def _pretty(value: Any) -> str:
-    return json.dumps(value, indent=1, ensure_ascii=False, sort_keys=False)
+    """``value`` as indented JSON; compact when long (it is cut on the page anyway, and the
+    indenting encoder is pure Python: minutes on a shipped agent's hundreds of MB)."""
+    compact = json.dumps(value, ensure_ascii=False)
+    if len(compact) > PRETTY_MAX:
+        return compact
+    return json.dumps(value, indent=1, ensure_ascii=False)
 
 
 def _header_lines(headers: Any) -> str:
