@@ -151,12 +151,17 @@ def _picture(
     return timeline(
         entries,
         sc.get("waits") or [],
-        t0=min((e["t_arrival_ns"] for e in entries), default=None),
+        t0=entries_t0(entries),
         time_scale=scale,
         anchor=pic_id,
         link=link,
         title=title,
     )
+
+
+def entries_t0(entries: list[dict[str, Any]]) -> int | None:
+    """When the first request arrived: time 0 of a scenario's times."""
+    return min((e["t_arrival_ns"] for e in entries), default=None)
 
 
 def _entries(sc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -198,10 +203,9 @@ def scenario_page(
     scale = scenario_scale(agent, sc)
     entries = _entries(sc)
     events = sc.get("events") or []
-    times = [e["t_arrival_ns"] for e in entries] + [
-        ev["t_ns"] for ev in events if isinstance(ev.get("t_ns"), int)
-    ]
-    t0 = min(times) if times else None
+    # Time 0 is the first request, as in the picture; an event before it has a negative time.
+    ev_times = [ev["t_ns"] for ev in events if isinstance(ev.get("t_ns"), int)]
+    t0 = entries_t0(entries) if entries else min(ev_times, default=None)
     shown = entries[:MAX_ROWS]
     shown_events = events[:MAX_ROWS]
     fields = 3 * len(shown) + len(shown_events) + 1
