@@ -17,14 +17,14 @@ import re
 __all__ = ["annotate", "real", "scenario_and_real", "scenario_from_real"]
 
 # A check's measured scenario seconds: three decimals, then "s" (not "ms").
-_MEASURED = re.compile(r"(?<![\w.])(\d+\.\d{3})\s?s(?![\w(])")
+_MEASURED = re.compile(r"(?<![\w.])(\d+\.\d{3})\s?s(?![\w(])(?! \(\S+ m?s real\))")
 
 
 def real(seconds: float) -> str:
-    """A real duration, in ms below 10 s (``43.4 ms real``), else in s."""
-    if abs(seconds) < 10:
+    """A real duration, in ms below a second (``43.4 ms real``), else in s (``1.045 s real``)."""
+    if abs(seconds) < 1:
         return f"{seconds * 1000:.1f} ms real"
-    return f"{seconds:.2f} s real"
+    return f"{seconds:.3f} s real"
 
 
 def _scale(time_scale: float | None) -> float | None:
