@@ -20,11 +20,49 @@ from typing import Any
 
 __all__ = ["inflate"]
 
-_WORDS = (
-    "the agent reads a file and writes the result then calls a tool with arguments path line "
-    "offset limit content pattern glob grep bash command output error retry stream model request "
-    "response token context window summary compaction permission denied timeout network"
-).split()
+_WORDS = [
+    "the",
+    "agent",
+    "reads",
+    "a",
+    "file",
+    "and",
+    "writes",
+    "the",
+    "result",
+    "then",
+    "calls",
+    "a",
+    "tool",
+    "with",
+    "arguments",
+    "path",
+    "line",
+    "offset",
+    "limit",
+    "content",
+    "pattern",
+    "glob",
+    "grep",
+    "bash",
+    "command",
+    "output",
+    "error",
+    "retry",
+    "stream",
+    "model",
+    "request",
+    "response",
+    "token",
+    "context",
+    "window",
+    "summary",
+    "compaction",
+    "permission",
+    "denied",
+    "timeout",
+    "network",
+]
 
 
 def _text(rng: random.Random, chars: int) -> str:
