@@ -5,9 +5,10 @@ Theory of operation: a scenario's evidence (its timeline, requests and replies, 
 events and log) is shaped once, for its own page (:func:`scenario_page`); bodies are cut to a
 page budget (``reports.evidence.cut``) and the whole is in the scenario's evidence file. A
 criterion page (:func:`criterion_agents`) lists, per agent, the scenarios that judged it: the
-ones that did not pass first, worst first, the first :data:`FEATURED` of them (or every scenario,
-when there are few) with their verdict texts and timeline picture, the rest as table rows; the
-passing ones in a collapsed table. Each links to its scenario page. Times are scenario seconds
+ones that failed (:data:`PROBLEMS`) first, worst first, the first :data:`FEATURED` of them (or
+every scenario, when there are few) with their verdict texts and timeline picture, the rest as
+table rows; the passing ones, then those that judged nothing (UNSUPPORTED, INFORMATIONAL), in
+collapsed tables. Each links to its scenario page. Times are scenario seconds
 with real time beside them (``reports.units``).
 """
 
@@ -19,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from reports.evidence import EVIDENCE_SUFFIX, Cut, cut
+from reports.evidence import EVIDENCE_SUFFIX, cut
 from reports.model import AgentView
 from reports.pictures import timeline
 from reports.units import annotate, scenario_from_real
@@ -41,6 +42,9 @@ SMALL = 4  # an agent with at most this many scenarios for a criterion has them 
 MAX_ROWS = 200  # requests (and events) drawn in full on a scenario page; the rest counted
 PAGE_TEXT = 50_000  # characters of bodies on one scenario page, shared among its bodies
 FIELD_MIN, FIELD_MAX = 300, 6000  # the cut of one body, whatever the share
+# Verdicts a reader of a criterion looks for first; UNSUPPORTED and INFORMATIONAL say why a
+# scenario judged nothing, and are listed, collapsed, after the passing ones.
+PROBLEMS = ("FAIL", "NON-STRICT", "ERROR", "TIMEOUT")
 OBSERVED_ROW = 240  # characters of a verdict text in a table row (the whole on the page)
 
 
@@ -235,9 +239,8 @@ def scenario_page(
         )
         prev = at
 
-    where = {"headers": "headers", "body": "body", "sent": "response.sent"}
     entry_rows = []
-    for i, e in enumerate(shown):
+    for e in shown:
         body = e.get("body") if "body" in e else e.get("arguments")
         body_cut = cut(_pretty(body), limit)
         if body is None and isinstance(e.get("body_digest"), dict):
@@ -254,8 +257,6 @@ def scenario_page(
                 "body_error": e.get("body_error"),
                 "harness_error": e.get("harness_error"),
                 "response": e.get("response"),
-                "index": i,
-                "where": where,
                 "headers": cut(_header_lines(e.get("headers")), limit),
                 "body": body_cut,
                 "body_digest": e.get("body_digest") if body is None else None,
@@ -323,19 +324,18 @@ def scenario_page(
     }
 
 
-def _row(
-    agent: AgentView, cited: dict[str, Any], paths: dict[str, Paths], cid: str
-) -> dict[str, Any]:
+def _row(agent: AgentView, cited: dict[str, Any], paths: dict[str, Paths]) -> dict[str, Any]:
     sc = agent.scenarios.get(cited["id"])
     scale = scenario_scale(agent, sc) if sc else agent.run.get("time_scale")
     view = _cited_view(cited, scale)
     p = paths.get(cited["id"])
-    observed: Cut = cut(view["observed"], OBSERVED_ROW)
+    long = len(view["observed"]) > OBSERVED_ROW
     return {
         "id": cited["id"],
         **view,
-        "observed_short": observed.text if not observed.omitted else observed.text[:OBSERVED_ROW],
-        "observed_cut": bool(observed.omitted),
+        # A table row shows the start of a long verdict text; its page shows the whole.
+        "observed_short": view["observed"][: OBSERVED_ROW - 1] + "…" if long else view["observed"],
+        "observed_cut": long,
         "page": f"../{p.page}" if p else None,
         "status": (sc or {}).get("status", "unknown"),
         "rerun": (sc or {}).get("rerun"),
@@ -355,13 +355,14 @@ def criterion_agents(
     for a in agents:
         res = a.data["criteria"].get(c["id"])
         cited = (res or {}).get("scenarios", [])
-        rows = [_row(a, s, paths.get(a.name, {}), c["id"]) for s in cited]
+        rows = [_row(a, s, paths.get(a.name, {})) for s in cited]
         order = sorted(
             range(len(rows)), key=lambda i: (SEVERITY.index(rows[i]["verdict"]), i)
         )  # worst first, the results' order within a verdict
         rows = [rows[i] for i in order]
-        bad = [r for r in rows if r["verdict"] != "PASS"]
+        bad = [r for r in rows if r["verdict"] in PROBLEMS]
         good = [r for r in rows if r["verdict"] == "PASS"]
+        unjudged = [r for r in rows if r["verdict"] not in PROBLEMS + ("PASS",)]
         featured = rows if len(rows) <= SMALL else bad[:FEATURED]
         for r in featured:
             sc = r["sc"]
@@ -391,6 +392,7 @@ def criterion_agents(
                 "featured": featured,
                 "failing": [r for r in bad if id(r) not in shown],
                 "passing": [r for r in good if id(r) not in shown],
+                "unjudged": [r for r in unjudged if id(r) not in shown],
                 "total": len(rows),
             }
         )

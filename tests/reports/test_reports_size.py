@@ -146,3 +146,18 @@ def test_a_shipped_clis_weight_of_evidence_stays_small(tmp_path, sample):
     assert max(p.stat().st_size for p in files if p.suffix == ".html") < PAGE_MAX
     for p in files:
         assert SECRET not in read_text(p), p
+
+
+def test_scenarios_that_judged_nothing_are_listed_apart_from_the_failing(tmp_path, sample):
+    doc = _many(sample, 30, {2})
+    for s in doc["agents"][0]["criteria"]["ERR-01"]["scenarios"][10:17]:
+        s["verdict"] = "UNSUPPORTED"
+    out = render([doc], tmp_path / "r").parent
+    page = (out / "criteria" / "ERR-01.html").read_text("utf-8")
+    agent = page[page.index('id="agent-reference"') : page.index('id="agent-flaky"')]
+    assert re.findall(r'<section id="reference--every-(\d{3})">', agent) == ["002"]
+    unjudged = agent[agent.index('<details class="passing unjudged">') :]
+    assert re.findall(r'<tr id="reference--every-(\d{3})">', unjudged) == [
+        f"{i:03d}" for i in range(10, 17)
+    ]
+    assert "7 scenarios that judged nothing here" in _text(unjudged)

@@ -100,6 +100,7 @@ def test_a_seed_is_named_and_its_section_given_in_english_first(tmp_path, sample
     # The Chinese is only ever in a lang="zh" span (hidden unless a font draws it), after the
     # English it names.
     outside = re.sub(r'<span lang="zh" class="zh">[^<]*</span>', "", line)
+    assert "; )" not in _text(outside) and " ;" not in _text(outside)  # hidden, no stray marks
     assert not CJK.search(outside)
     assert text.index("Rate-limit resilience") < text.index("速率限制弹性")
 
