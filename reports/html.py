@@ -93,9 +93,11 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
     common = _common(report)
     paths = _paths(report.agents)
     index = out_dir / "index.html"
-    # One stylesheet for every page, beside them (a file of the report, not a resource).
-    css = env.loader.get_source(env, "report.css")[0] if env.loader else ""
-    (out_dir / "report.css").write_text(css, encoding="utf-8")
+    # One stylesheet and one script (the font check) for every page, beside them: files of the
+    # report, not outside resources.
+    for name in ("report.css", "report.js"):
+        text = env.loader.get_source(env, name)[0] if env.loader else ""
+        (out_dir / name).write_text(text, encoding="utf-8")
     index.write_text(
         env.get_template("index.html.j2").render(
             **common,
