@@ -94,7 +94,7 @@ def _header_lines(headers: Any) -> str:
     """Request headers as the wire has them, one ``name: value`` a line."""
     if not isinstance(headers, dict):
         return _pretty(headers)
-    return "\n".join(f"{k}: {v}" for k, v in headers.items())
+    return "\n".join(f"{k}: {v}" for k, v in headers.items()) or "(none recorded)"
 
 
 def scenario_scale(agent: AgentView, sc: dict[str, Any]) -> float | None:
