@@ -15,6 +15,7 @@ links to them, so a criterion judged on every scenario is a list, not every scen
 from __future__ import annotations
 
 import html
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,7 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
         )
     scenario_tpl = env.get_template("scenario.html.j2")
     with ThreadPoolExecutor(max_workers=2) as pool:
-        pending = []
+        pending: deque[Any] = deque()
         for a in report.agents:
             cited: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
             for cid, res in a.data["criteria"].items():
@@ -145,6 +146,8 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
                     scenario_tpl.render(**common, s=view, root="../../"), encoding="utf-8"
                 )
                 pending.append(write_evidence(out_dir / p.evidence, sc, pool))
+                while len(pending) > 4:  # a few scenarios' bytes in memory at a time
+                    pending.popleft().result()
         for done in pending:
             done.result()  # a write that failed fails the render
     return index
