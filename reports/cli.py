@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> tuple[int, list[dict]]:
         docs = merge_shards(
             [load_results(path) for path in args.results], [str(p) for p in args.results]
         )
-        index = render(docs, args.out, secrets=secrets)
+        index = render(docs, args.out, secrets=secrets, validated=True)
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2, []

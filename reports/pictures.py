@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from reports.units import real
 from reports.verdicts import VERDICTS
 
 __all__ = ["LETTERS", "matrix", "timeline"]
@@ -57,6 +58,11 @@ def _nice_step(span: float, ticks: int = 6) -> float:
 
 def _fmt_s(x: float) -> str:
     return f"{x:.3g}" if abs(x) < 10 else f"{x:.0f}"
+
+
+def _unit(scale: float) -> str:
+    """What one scenario second was in real time."""
+    return f"1 s = {real(scale)}"
 
 
 def _mode(e: dict[str, Any]) -> str:
@@ -106,8 +112,11 @@ def timeline(
     time_scale: float | None,
     anchor: str,
     title: str,
+    link: str | None = None,
 ) -> dict[str, Any] | None:
-    """The geometry of one scenario's timeline, or None when it has no request to draw."""
+    """The geometry of one scenario's timeline, or None when it has no request to draw.
+    ``link`` starts each lane's link to its request (the sequence number ends it): by default
+    ``#<anchor>-req-`` on the same page."""
     if not entries or t0 is None:
         return None
     scale = time_scale if time_scale and time_scale > 0 else 1.0
@@ -185,6 +194,10 @@ def timeline(
             text += f" judged {_range(band)}"
         else:
             text += " (no band)"
+        if time_scale and time_scale > 0:
+            text_real = f"{text}; waited {real(float(w['wait_s']) * scale)}"
+        else:
+            text_real = text
         notes.append(
             {
                 "y": y,
@@ -196,7 +209,7 @@ def timeline(
                 "core": _span(x, start, w.get("core_s")),
                 "inside": inside,
                 "text": _clip(text, 56),
-                "title": f"{text}; {w.get('rule') or 'no rule'}: {w.get('basis') or ''}",
+                "title": f"{text_real}; {w.get('rule') or 'no rule'}: {w.get('basis') or ''}",
             }
         )
     ticks = []
@@ -218,6 +231,8 @@ def timeline(
         "notes": notes,
         "ticks": ticks,
         "scale": scale,
+        "link": f"#{anchor}-req-" if link is None else link,
+        "unit": _unit(scale) if time_scale and time_scale > 0 else None,
         "omitted": max(len(entries) - len(shown), 0),
         "has_bands": any(n["band"] for n in notes),
         "legend": True,  # the page may keep it for its first picture only

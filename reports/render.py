@@ -24,15 +24,41 @@ from reports.schema import validate_results
 __all__ = ["render"]
 
 
-def render(results: list[dict[str, Any]], out_dir: Path, *, secrets: Sequence[str] = ()) -> Path:
-    """Validate ``results``, write the report into ``out_dir``, return the index.html path.
+_EVIDENCE = ("journal", "events", "agent_log", "reruns")
 
-    Writes ``index.html``, ``criteria/<ID>.html``, ``junit.xml`` and ``summary.md``.
+
+def _verdicts_only(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` without its scenarios' evidence (journals, events, logs)."""
+    agents = [
+        {
+            **a,
+            "scenarios": [
+                {k: v for k, v in s.items() if k not in _EVIDENCE} for s in a["scenarios"]
+            ],
+        }
+        for a in doc["agents"]
+    ]
+    return {**doc, "agents": agents}
+
+
+def render(
+    results: list[dict[str, Any]],
+    out_dir: Path,
+    *,
+    secrets: Sequence[str] = (),
+    validated: bool = False,
+) -> Path:
+    """Validate ``results`` (unless ``validated``: the caller did), write the report into
+    ``out_dir``, return the index.html path.
+
+    Writes ``index.html``, ``criteria/<ID>.html``, ``scenarios/<agent>/<scenario>.html``,
+    ``evidence/<agent>/<scenario>.json.xz``, ``report.css``, ``junit.xml`` and ``summary.md``.
     """
     if not results:
         raise ValueError("render: no results documents given")
     for i, doc in enumerate(results):
-        validate_results(doc, source=f"results[{i}]")
+        if not validated:  # the command line validated each file as it read it
+            validate_results(doc, source=f"results[{i}]")
     out_dir = Path(out_dir).absolute()
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     red = Redactor(secrets)
@@ -40,8 +66,9 @@ def render(results: list[dict[str, Any]], out_dir: Path, *, secrets: Sequence[st
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
         render_html(build_report(clean), tmp, red)
-        (tmp / "junit.xml").write_text(render_junit(clean, secrets=secrets), encoding="utf-8")
-        (tmp / "summary.md").write_text(render_markdown(clean, secrets=secrets), encoding="utf-8")
+        light = [_verdicts_only(d) for d in clean]  # the text reports show no evidence
+        (tmp / "junit.xml").write_text(render_junit(light, secrets=secrets), encoding="utf-8")
+        (tmp / "summary.md").write_text(render_markdown(light, secrets=secrets), encoding="utf-8")
         old = None
         if out_dir.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=out_dir.parent))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import lzma
 import re
 from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["PageScan", "scan"]
+__all__ = ["PageScan", "read_text", "scan", "scenario_pages"]
 
 _CSS_URL = re.compile(r"url\(\s*['\"]?([^'\")]+)")
 
@@ -51,3 +54,23 @@ def scan(html: str) -> PageScan:
     p.feed(html)
     p.close()
     return p
+
+
+def read_text(path: Path) -> str:
+    """A report file's text, an xz-compressed evidence file's decompressed."""
+    data = path.read_bytes()
+    if path.name.endswith(".xz"):
+        data = lzma.decompress(data)
+    return data.decode("utf-8")
+
+
+def scenario_pages(criterion_page: Path) -> list[Path]:
+    """The scenario pages a criterion page links to, in link order, each once."""
+    out: list[Path] = []
+    for link in scan(criterion_page.read_text("utf-8")).links:
+        path = urlsplit(link).path
+        if "scenarios/" in path:
+            target = (criterion_page.parent / unquote(path)).resolve()
+            if target not in out:
+                out.append(target)
+    return out

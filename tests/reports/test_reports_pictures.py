@@ -51,9 +51,18 @@ def test_timeline_shows_requests_faults_and_waits_against_their_band(rendered, s
     bars = re.findall(r'class="tl-bar tl-(\w+) tl-req"', svg)
     assert bars == ["fault", "ok", "ok"]  # in arrival order: the 429, the tool call, the retry
     assert len(entries) == len(bars)
-    # Each lane links to its request's details on the page.
-    for e in entries:
-        assert 'href="#reference--' in svg and f'-req-{e["seq"]}"' in svg
+    # Each lane links to its request's details on the scenario's own page, which draws the same
+    # picture with its lanes linked within the page.
+    links = re.findall(r'<a href="([^"#]+)#req-(\d+)">', svg)
+    assert sorted(int(seq) for _, seq in links) == sorted(e["seq"] for e in entries)
+    (target,) = {t for t, _ in links}
+    scenario_page = (rendered / "criteria" / target).resolve()
+    own = scan(scenario_page.read_text("utf-8"))
+    assert {f"req-{e['seq']}" for e in entries} <= own.ids
+    (own_svg,) = [s for s in _svgs(scenario_page.read_text("utf-8")) if "timeline-pic" in s]
+    assert sorted(re.findall(r'<a href="#req-(\d+)">', own_svg)) == sorted(
+        str(e["seq"]) for e in entries
+    )
     # The wait is drawn from the end of the failed response to the retry, with the rule's band
     # and the band as judged; 20.9 s is outside both: marked in red and with a cross.
     assert svg.count('class="tl-band"') == 2 and svg.count('class="tl-core"') == 2  # + legend
@@ -106,7 +115,15 @@ def test_hostile_text_in_the_pictures_is_text(rendered):
         assert html.count("<svg") == count, page
         assert len([s for s in _svgs(html) if kind in s]) == count
         s = scan(html)
-        assert not [t for t, _ in s.tags if t == "script" and page != "index.html"]
+        # The report's own script only: the index's filter, inline; a criterion page's font
+        # check, the report's file.
+        scripts = [a for t, a in s.tags if t == "script"]
+        assert len(scripts) == 1, page
+        if page == "index.html":
+            (body,) = re.findall(r"<script>(.*?)</script>", html, re.S)
+            assert "PWNED" not in body and "f-verdict" in body
+        else:
+            assert scripts[0] == {"src": "../report.js"}
         assert not any(k.startswith("on") for _, a in s.tags for k in a)
         assert not any((a.get("href") or "").startswith("javascript:") for _, a in s.tags)
     timeline = "".join(scan(_svgs((rendered / "criteria/RTY-01.html").read_text("utf-8"))[0]).text)

@@ -3,6 +3,7 @@ external; and an interrupted run still leaves a valid report of what ran."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -86,3 +87,10 @@ def test_an_interrupted_run_leaves_a_valid_report_of_what_ran(tmp_path):
     index = (tmp_path / "r" / "index.html").read_text("utf-8")
     assert "interrupted" in index.lower()
     assert "rty-01-retry-after-seconds" in index
+
+
+def test_no_page_shows_an_empty_box(real_report):
+    _, out = real_report
+    for page in sorted(out.rglob("*.html")):
+        html = page.read_text("utf-8")
+        assert not re.search(r"<pre[^>]*>\s*</pre>", html), page

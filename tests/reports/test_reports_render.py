@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import junitparser
 import pytest
-from reports_htmlcheck import scan
+from reports_htmlcheck import read_text, scan, scenario_pages
 from reports_sample import HOSTILE, SECRET, build_sample
 
 from reports import main, render, render_junit, render_markdown
@@ -32,7 +33,11 @@ def rendered(tmp_path: Path, sample: dict) -> Path:
 
 
 def _pages(out: Path) -> list[Path]:
-    return [out / "index.html", *sorted((out / "criteria").glob("*.html"))]
+    return [
+        out / "index.html",
+        *sorted((out / "criteria").glob("*.html")),
+        *sorted((out / "scenarios").glob("*/*.html")),
+    ]
 
 
 def test_index_lists_every_criterion_with_verdicts(rendered, sample):
@@ -81,7 +86,9 @@ def test_links_resolve_and_nothing_external(rendered):
 
 
 def test_cut_point_and_events_marked(rendered):
-    page = scan((rendered / "criteria" / "STR-01.html").read_text("utf-8"))
+    # The evidence is on the scenario's page, one link from the criterion's.
+    (own, *_) = scenario_pages(rendered / "criteria" / "STR-01.html")
+    page = scan(own.read_text("utf-8"))
     text = "".join(page.text)
     assert "connection cut at byte 20" in text
     classes = [a.get("class") or "" for t, a in page.tags if t == "tr"]
@@ -93,9 +100,16 @@ def test_hostile_text_is_escaped(rendered):
     for p in _pages(rendered):
         raw = p.read_text("utf-8")
         s = scan(raw)
-        # Exactly the one inline filter script in the index, none elsewhere; no img at all.
-        scripts = [t for t, _ in s.tags if t == "script"]
-        assert len(scripts) == (1 if p.name == "index.html" else 0), p.name
+        # Exactly the report's own inline scripts: the filter on the index, the font check
+        # of a criterion page (its source names a seed), none on a scenario page; no img at all.
+        scripts = [a for t, a in s.tags if t == "script"]
+        if p.name == "index.html":
+            (body,) = re.findall(r"<script>(.*?)</script>", raw, re.S)
+            assert "PWNED" not in body and "f-verdict" in body
+        elif p.parent.name == "criteria":
+            assert scripts == [{"src": "../report.js"}], p
+        else:
+            assert scripts == [], p
         assert not [t for t, _ in s.tags if t == "img"]
         assert not any(k.startswith("on") for _, a in s.tags for k in a)
     crit = (rendered / "criteria" / "RTY-01.html").read_text("utf-8")
@@ -105,17 +119,25 @@ def test_hostile_text_is_escaped(rendered):
 def test_secrets_never_written(rendered):
     files = [p for p in rendered.rglob("*") if p.is_file()]
     assert {p.name for p in files} >= {"index.html", "junit.xml", "summary.md"}
+    assert any(p.name.endswith(".json.xz") for p in files)  # the evidence, read decompressed
     for p in files:
-        data = p.read_text("utf-8")
+        data = read_text(p)
         assert SECRET not in data, p
 
 
 def test_secret_headers_redacted_without_being_named(tmp_path, sample):
     render([sample], tmp_path / "r")  # no secrets given
-    crit = (tmp_path / "r" / "criteria" / "RTY-01.html").read_text("utf-8")
-    assert f"Bearer {SECRET}" not in crit
-    assert '"authorization": "[REDACTED]"' in "".join(scan(crit).text)
-    assert f"x-api-key: {SECRET}" not in crit
+    (own, *_) = scenario_pages(tmp_path / "r" / "criteria" / "RTY-01.html")
+    page = own.read_text("utf-8")
+    assert f"Bearer {SECRET}" not in page
+    assert "authorization: [REDACTED]" in "".join(scan(page).text)
+    assert f"x-api-key: {SECRET}" not in page
+    for evidence in (tmp_path / "r" / "evidence").rglob("*.json.xz"):
+        data = read_text(evidence)
+        assert f"Bearer {SECRET}" not in data, evidence
+        assert f"x-api-key: {SECRET}" not in data
+    whole = read_text(next((tmp_path / "r" / "evidence").rglob("*.json.xz")))
+    assert '"authorization": "[REDACTED]"' in whole
 
 
 def test_junit_counts(rendered, sample):
@@ -212,7 +234,7 @@ def test_cli(tmp_path, sample, capsys, monkeypatch):
     assert main([str(p), "--out", str(tmp_path / "o"), "--secret-env", "AGENT_KEY"]) == 0
     assert capsys.readouterr().out.strip() == str((tmp_path / "o" / "index.html").absolute())
     for f in (tmp_path / "o").rglob("*.*"):
-        assert SECRET not in f.read_text("utf-8")
+        assert SECRET not in read_text(f)
     bad = tmp_path / "bad.json"
     bad.write_text("[]", "utf-8")
     assert main([str(bad), "--out", str(tmp_path / "o2")]) == 2
@@ -234,8 +256,10 @@ def test_the_measured_timing_and_a_flaky_verdict_are_shown(tmp_path: Path, sampl
     agent["criteria"][cid]["flaky"] = True
     out = render([doc], tmp_path / "report")
     index = " ".join("".join(scan(out.read_text("utf-8")).text).split())
+    # In scenario seconds (the run's time scale is 0.05), the real time beside.
     assert (
-        "waits may be 41.2 ms late and 5.0 ms early; jitter is told from 6.3 ms of noise" in index
+        "waits may be 0.824 s (41.2 ms real) late and 0.100 s (5.0 ms real) early; jitter is "
+        "told from 0.126 s (6.3 ms real) of noise" in index
     )
     page = scan((out.parent / "criteria" / f"{cid}.html").read_text("utf-8"))
     text = " ".join("".join(page.text).split())
@@ -257,7 +281,7 @@ def test_a_scenario_on_a_fast_clock_says_so(tmp_path: Path, sample: dict) -> Non
         "judged": "waits less the mean overhead; slack widened by the spread",
     }
     out = render([doc], tmp_path / "report", secrets=[SECRET])
-    pages = [p.read_text("utf-8") for p in sorted((out.parent / "criteria").glob("*.html"))]
+    pages = [p.read_text("utf-8") for p in sorted((out.parent / "scenarios").glob("*/*.html"))]
     line = next(p for p in pages if "<th>clock</th>" in p)
     assert "time warp x10 (effective x9.8); overhead 25.0 ms, spread 8.0 ms real" in line
     # A scenario on the real clock says nothing of it.
@@ -274,7 +298,7 @@ def test_a_driven_feature_is_shown_with_its_scenario(tmp_path: Path, sample: dic
     hello["config_carried"] = {"tool_timeout_s": "environment MCP_TOOL_TIMEOUT"}
     scenario["events"] = [hello, *[e for e in scenario["events"] if e.get("type") != "hello"]]
     out = render([doc], tmp_path / "report", secrets=[SECRET])
-    pages = [p.read_text("utf-8") for p in sorted((out.parent / "criteria").glob("*.html"))]
+    pages = [p.read_text("utf-8") for p in sorted((out.parent / "scenarios").glob("*/*.html"))]
     line = next(p for p in pages if "<th>driven</th>" in p)
     assert "abort: SIGINT sent to the agent&#39;s process group &lt;b&gt;" in line
     assert "config tool_timeout_s: environment MCP_TOOL_TIMEOUT" in line
