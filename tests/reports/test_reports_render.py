@@ -170,7 +170,7 @@ def test_markdown_totals_and_failures_first(rendered, sample):
             counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     lines = md.splitlines()
     header = lines.index(
-        "| PASS | FAIL | NON-STRICT | UNSUPPORTED | INFORMATIONAL | ERROR | TIMEOUT |"
+        "| PASS | FAIL | NON-STRICT | UNSUPPORTED | INFORMATIONAL | ERROR | TIMEOUT | UNSTABLE |"
     )
     values = [int(x) for x in lines[header + 2].strip("| ").split(" | ")]
     assert values == [counts.get(v, 0) for v in lines[header].strip("| ").split(" | ")]
