@@ -259,11 +259,12 @@ class ScenarioItem(pytest.Item):
         self.scenario = scenario
         self.agent = agent
         self.repeat = repeat
+        self.order = 0  # its place in collection order (the results' order), set on collection
         self.payload: ScenarioRun | None = None
 
     def runtest(self) -> None:
         run = _state(self.config).run
-        index = self.session.items.index(self) if self in self.session.items else 0
+        index = self.order
         self.payload = run.run_scenario(self.agent, self.scenario, index=index, repeat=self.repeat)
         for cid, v in self.payload["verdicts"].items():
             self.user_properties.append((cid, v["verdict"]))
@@ -295,3 +296,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         # A JSON string: pytest-xdist serializes report attributes to the controller.
         setattr(report, _KEY, json.dumps(item.payload, ensure_ascii=False))
     return report
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Longest scenarios first, so that the processes of ``-n N`` end together instead of one
+    starting the longest last; the results keep the collection order. The estimate is what a
+    correct agent needs (``conformance.deadlines.floor_s``: the waits the criteria allow, at
+    the run's time scale, and each attempt's own time). Deterministic, so that pytest-xdist's
+    workers collect the same order."""
+    if not _active(config):
+        return
+    from conformance.deadlines import ATTEMPT_OVERHEAD_S, floor_s
+
+    scale = _state(config).run.time_scale
+    for i, item in enumerate(items):
+        if isinstance(item, ScenarioItem):
+            item.order = i
+
+    def expected_s(item: pytest.Item) -> float:
+        if not isinstance(item, ScenarioItem):
+            return 0.0
+        nominal, attempts = floor_s(item.scenario)
+        return nominal * scale + attempts * ATTEMPT_OVERHEAD_S
+
+    items.sort(key=expected_s, reverse=True)

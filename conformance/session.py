@@ -104,7 +104,7 @@ class ScenarioRun(TypedDict):
     repeat: int  # which of the scenario's --repeat runs (from 0)
     entry: ScenarioEntry  # runner.run_scenario's results entry
     verdicts: dict[str, ScenarioVerdict]  # and its verdicts
-    timing: dict  # the timing allowances it was judged with (conformance.timing.Timing)
+    timing: dict[str, Any]  # the timing allowances it was judged with (conformance.timing.Timing)
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ class RunSession:
                 f"{settings.flag_of('update_expectations')} cannot be used with "
                 f"{settings.flag_of('shard')}: update the expectations from an unsharded run"
             )
-        self.selection: dict | None = None  # run.shard of the results, once sharded
+        self.selection: dict[str, Any] | None = None  # run.shard of the results, once sharded
         # --update-expectations writes the default file when none is named.
         self.expectations_path = settings.expectations or (
             DEFAULT_EXPECTATIONS if settings.update_expectations else None
@@ -181,7 +181,7 @@ class RunSession:
         self._gateway: GatewayHandle | None = None
         self.process = "main"  # which of the run's processes this is (the xdist worker's id)
         self.timing: Timing = DEFAULT_TIMING  # this process's, once its gateway started
-        self._calibrations: dict[str, dict] = {}  # every process's, by process
+        self._calibrations: dict[str, dict[str, Any]] = {}  # every process's, by process
         self._reactions: dict[str, Reaction] = {}  # each agent's in this process, by label
 
     # --- input ---------------------------------------------------------------------------------
@@ -496,7 +496,7 @@ class RunSession:
         return self.document
 
 
-def select_shard(scenarios: list[Any], k: int, n: int) -> tuple[list[Any], dict]:
+def select_shard(scenarios: list[Any], k: int, n: int) -> tuple[list[Any], dict[str, Any]]:
     """Part ``k`` of ``n`` of ``scenarios`` and the record of it for the results' run.shard.
 
     The scenarios sorted by id (then file), every n-th from the k-th, kept in the selection's

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from fakes.clock import overshoot
+from fakes.handles import GatewayHandle
 
 __all__ = [
     "CALIBRATION_S",
@@ -95,10 +96,9 @@ def timing_from(harness: dict[str, Any], gateway: dict[str, Any] | None) -> Timi
     )
 
 
-def measure(gateway: Any, seconds: float = CALIBRATION_S, process: str = "") -> Timing:
+def measure(gateway: GatewayHandle, seconds: float = CALIBRATION_S, process: str = "") -> Timing:
     """Measure this process's loop and ``gateway``'s at the same time; the allowances. A gateway
-    without a measurement of its own (one on a thread of this process) is measured as this
-    process."""
+    on a thread of this process (its ``overshoot`` is None) is measured as this process."""
     found: dict[str, Any] = {}
 
     def measure_here() -> None:
@@ -106,7 +106,7 @@ def measure(gateway: Any, seconds: float = CALIBRATION_S, process: str = "") -> 
 
     here = threading.Thread(target=measure_here, name="measure-timing", daemon=True)
     here.start()
-    there = gateway.overshoot(seconds) if hasattr(gateway, "overshoot") else None
+    there = gateway.overshoot(seconds)
     here.join(seconds + 30)
     return dataclasses.replace(timing_from(found.get("harness") or {}, there), process=process)
 

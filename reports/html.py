@@ -74,6 +74,25 @@ def _timing(run: dict[str, Any]) -> dict[str, str] | None:
     }
 
 
+def _reactions(agents: list[AgentView]) -> list[dict[str, str]]:
+    """Each agent's own reaction, as the run measured it before its scenarios (the first
+    scenario entry that carries it), beside the machine's allowances."""
+    out = []
+    for a in agents:
+        r = next((s["reaction"] for s in a.scenarios.values() if s.get("reaction")), None)
+        if r:
+            scale = r.get("timing_scale")
+            out.append(
+                {
+                    "agent": a.name,
+                    "median": f"{r.get('median_ms', 0):.1f} ms",
+                    "spread": f"{r.get('spread_ms', 0):.1f} ms",
+                    "scale": f"timing scenarios at time scale {scale:g}" if scale else "",
+                }
+            )
+    return out
+
+
 def _paths(agents: list[AgentView]) -> dict[str, dict[str, Paths]]:
     """Per agent name, per scenario id, where its page and evidence file go."""
     out: dict[str, dict[str, Paths]] = {}
@@ -109,6 +128,7 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
             areas=report.areas(),
             matrix=matrix(report, anchor),
             timing=[_timing(r) for r in report.runs],
+            reactions=_reactions(report.agents),
             root="",
         ),
         encoding="utf-8",

@@ -48,7 +48,7 @@ def as_status(value: str) -> Status:
 class RunRequest:
     """Everything an adapter needs to run one scenario."""
 
-    start: dict  # the start message (no secrets in it)
+    start: dict[str, Any]  # the start message (no secrets in it)
     base_url: str  # .../s/<sid>/v1
     api_key: str  # the run's secret; never logged
     ca_file: str | None  # CA bundle when TLS
@@ -67,8 +67,8 @@ class RunOutcome:
     redacts the run's secret from everything it keeps."""
 
     status: Status
-    events: list[dict]  # each with "t_ns" (time.monotonic_ns() on arrival)
-    hello: dict | None
+    events: list[dict[str, Any]]  # each with "t_ns" (time.monotonic_ns() on arrival)
+    hello: dict[str, Any] | None
     log: str  # the agent's stderr / log, capped in size (not redacted)
     error: str | None  # what went wrong, for error/timeout/unsupported
     # The agent ended on its own before its turn did: it exited (or died of a signal) with no

@@ -38,13 +38,16 @@ EVIDENCE_FIELDS = (
     "judged_with",
 )
 
-_TIMING_KEYS = ("early_slack_s", "late_slack_s", "noise_s", "wakeup_s")
-
 
 def judged_with(drive: Drive, allowances: Allowances) -> dict[str, Any]:
     timing = allowances.timing
     return {
-        "timing": {k: getattr(timing, k) for k in _TIMING_KEYS},
+        "timing": {
+            "early_slack_s": timing.early_slack_s,
+            "late_slack_s": timing.late_slack_s,
+            "noise_s": timing.noise_s,
+            "wakeup_s": timing.wakeup_s,
+        },
         "overhead_s": allowances.overhead_s,
         "overhead_spread_s": allowances.overhead_spread_s,
         "stopped_ns": drive.stopped_ns,

@@ -123,3 +123,22 @@ def test_the_original_titles_show_only_where_a_font_draws_them(tmp_path, sample)
         pytest.skip("no fc-list to say whether a CJK font is installed")
     have = subprocess.run([fc, ":charset=901f"], capture_output=True, text=True, check=False)
     assert shown == bool(have.stdout.strip()), have.stdout[:300]
+
+
+def test_the_index_states_each_agents_reaction_beside_the_machines_slack(tmp_path):
+    from reports import render
+    from reports_sample import build_sample
+
+    doc = build_sample()
+    entry = doc["agents"][0]["scenarios"][0]
+    entry["reaction"] = {
+        "median_ms": 32.1,
+        "spread_ms": 4.2,
+        "gaps_ms": [32.2, 36.0, 32.8],
+        "taken_off_ms": 32.1,
+        "timing_scale": 0.032,
+        "note": "n",
+    }
+    index = render([doc], tmp_path / "r").read_text("utf-8")
+    assert "reaction 32.1 ms (real)" in index and "spread 4.2 ms" in index
+    assert "timing scenarios at time scale 0.032" in index
