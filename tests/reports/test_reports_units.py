@@ -126,8 +126,9 @@ def test_the_original_titles_show_only_where_a_font_draws_them(tmp_path, sample)
 
 
 def test_the_index_states_each_agents_reaction_beside_the_machines_slack(tmp_path):
-    from reports import render
     from reports_sample import build_sample
+
+    from reports import render
 
     doc = build_sample()
     entry = doc["agents"][0]["scenarios"][0]
