@@ -629,26 +629,30 @@ def _run(
     dialect: str,
     bodies: list[dict[str, Any]],
     waits: list[float],
+    scale: float = SCALE,
 ) -> Evidence:
     """POST ``bodies`` in order, sleeping ``waits[i]`` nominal seconds after request i."""
     sc = load_scenario(path)
-    s = gw.create_session(sc, time_scale=SCALE)
+    s = gw.create_session(sc, time_scale=scale)
     with httpx.Client(timeout=5) as c:
         for i, body in enumerate(bodies):
             send(c, s, dialect, body)
             if i < len(waits) and waits[i]:
-                time.sleep(waits[i] * SCALE)
-    return Evidence(scenario=sc.raw, journal=settled(s, len(bodies)), time_scale=SCALE)
+                time.sleep(waits[i] * scale)
+    return Evidence(scenario=sc.raw, journal=settled(s, len(bodies)), time_scale=scale)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_rty01_each_dialect(gw: SyncGateway, dialect: str) -> None:
     path = SCENARIOS / "rty" / "rty-01-retry-after-seconds.yaml"
     body = user_body(dialect, "Say hello.", False)
-    good = _run(gw, path, dialect, [body, body], [2.05])
+    # A slower clock than the others: this scripted client's sleep is judged as a wait, and a
+    # loaded machine's tens of milliseconds must not weigh seconds (the run confirms a failed
+    # timing verdict on a slower clock for the same reason: docs/timing.md).
+    good = _run(gw, path, dialect, [body, body], [2.05], scale=0.2)
     f = run_check("RTY-01", good)
     assert f.outcome == "pass", f.observed
-    bad = _run(gw, path, dialect, [body, body], [0.5])
+    bad = _run(gw, path, dialect, [body, body], [0.5], scale=0.2)
     assert run_check("RTY-01", bad).outcome == "fail"
 
 
