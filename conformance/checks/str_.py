@@ -11,7 +11,7 @@ from typing import Any
 
 from conformance.catalogue import by_id
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.wire import WireReply, call_ids, request_diff, same_request, wire_reply
 from conformance.evidence import RETRYABLE_STATUSES, Evidence, is_failed, response_of, symptom
@@ -74,7 +74,9 @@ def _fallback(ev: Evidence, symptoms: frozenset[str], label: str) -> Finding:
         if diff:
             return failed(expected, f"fallback seq {nxt.get('seq')} differs in {diff}")
     if not judged:
-        return not_applicable(expected, f"no stream broke by {sorted(symptoms)} in this run")
+        return not_applicable(
+            expected, f"no stream broke by {listed(sorted(symptoms))} in this run"
+        )
     return passed(expected, f"{judged} fallback(s) with the same messages, stream false")
 
 

@@ -36,7 +36,7 @@ const log = (...a) => process.stderr.write(redact(a.join(" ")) + "\n");
 class ApiError extends Error {
   constructor(kind, message, retryable = false, waitS = null) {
     super(message);
-    Object.assign(this, { kind, retryable, waitS });
+    Object.assign(this, { kind, retryable, waitS, at: performance.now() }); // when it failed
   }
 }
 class Aborted extends Error {}
@@ -106,16 +106,17 @@ async function attempt(body, stream, cfg) {
     });
   } catch (e) {
     if (user.signal.aborted) throw new Aborted();
-    const timedOut = ctl.signal.aborted;
+    const timedOut = ctl.signal.aborted; // (request_timeout_s)
     throw new ApiError(timedOut ? "timeout" : "connection", timedOut ? "no response headers in time" : `connection failed (${e.cause?.code || e.message})`, true);
   } finally {
     clearTimeout(timer);
   }
   if (r.status !== 200) {
+    const at = performance.now(); // the backoff runs from here, not from the body's end
     const text = redact(await r.text().catch(() => ""));
     const wait = serverWait(r.headers);
     const kind = kindOf(r.status, text);
-    throw Object.assign(new ApiError(kind, `HTTP ${r.status}: ${text.slice(0, 300)}`, RETRYABLE.has(r.status), wait), { status: r.status, headersOk: false });
+    throw Object.assign(new ApiError(kind, `HTTP ${r.status}: ${text.slice(0, 300)}`, RETRYABLE.has(r.status), wait), { at });
   }
   const fail = (m) => Object.assign(new ApiError("server", m, true), { midStream: true });
   if (!stream) {
@@ -193,7 +194,7 @@ async function inMode(body, stream, cfg, tried) {
       const delay = e.waitS ?? nominal * (1 - JITTER + 2 * JITTER * Math.random());
       tried.retries++;
       emit({ type: "retry", attempt: n + 1, delay_s: delay, reason: e.message.slice(0, 200) });
-      await sleep(delay);
+      await sleep(Math.max(0, delay - (performance.now() - e.at) / 1000 / scale));
     }
   }
 }
@@ -321,17 +322,25 @@ async function runTool(start, call, truncated) {
 }
 
 // LOP-01: the same failing call LOOP_THRESHOLD times within the last LOOP_WINDOW calls.
-function loopReminder(history, call, failed) {
+// LOP-02: the same call right after its reminder takes the tool away for 3 requests.
+function loopReminder(history, call, failed, blocked) {
   const key = `${call.name}\u0000${call.args}`;
+  if (history.warned === key) {
+    blocked[call.name] = 3;
+    history.warned = null;
+    history.push({ key, failed });
+    return `<system-reminder>You called ${call.name} again with the same arguments after being told not to. ${call.name} is unavailable for the next 3 requests; use a different approach.</system-reminder>`;
+  }
+  history.warned = null;
   history.push({ key, failed });
   const same = history.slice(-LOOP_WINDOW).filter((c) => c.failed && c.key === key).length;
   if (!failed || same < LOOP_THRESHOLD) return null;
+  history.warned = key;
   return `<system-reminder>You have called ${call.name} ${same} times with the same arguments, and it failed each time. Do NOT call it again with the same arguments: read the error and try a different approach.</system-reminder>`;
 }
 
 // LOP-06: the same text 3 times in a row, or calls alternating A-B-A-B, is a loop: say so.
 function loopNote(texts, calls, reply) {
-  if (reply.text) texts.push(reply.text.trim());
   const t = texts.slice(-3), k = calls.slice(-4).map((c) => c.key);
   if (t.length === 3 && t[0] && t.every((x) => x === t[0]))
     return "<system-reminder>You have written the same text 3 times in a row. Stop repeating it and try a different approach.</system-reminder>";
@@ -370,11 +379,14 @@ async function runTurn(start) {
   const userLimit = cfg.max_output_tokens ?? null;
   let maxTokens = userLimit ?? DEFAULT_MAX_TOKENS;
   let recoveries = 0, toolCalls = 0, step = 0;
-  const calls = [], texts = [];
+  const calls = [], texts = [], blocked = {};
   for (;;) {
     const body = { model: start.model, messages, max_tokens: maxTokens };
-    if (tools.length) body.tools = tools;
+    const offered = tools.filter((t) => !(t.function.name in blocked)); // LOP-02
+    if (offered.length) body.tools = offered;
     const reply = await complete(body, cfg);
+    if (reply.text) texts.push(reply.text.trim());
+    for (const name in blocked) if (--blocked[name] < 0) delete blocked[name];
     const id = `a${step++}`;
     const toolMsgs = reply.calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.args } }));
     emit({ type: "message", id, role: "assistant", text: reply.text, reasoning: reply.reasoning || null, tool_calls: toolMsgs });
@@ -402,7 +414,7 @@ async function runTurn(start) {
         const res = await runTool(start, c, truncated);
         emit({ type: "tool", call_id: c.id, name: c.name, ...res });
         messages.push({ role: "tool", tool_call_id: c.id, content: res.output });
-        const note = loopReminder(calls, c, res.status === "error");
+        const note = loopReminder(calls, c, res.status === "error", blocked);
         if (note) notes.push(note);
       }
       if (reply.calls.length > room) {
@@ -415,8 +427,8 @@ async function runTurn(start) {
       continue;
     }
     if (!truncated) return "completed";
-    const loop = loopNote(texts, calls, reply);
-    if (loop) return "completed"; // LOP-06: a repetition loop stops the turn
+    const loop = loopNote(texts, calls, reply); // LOP-06: a note before the continuation
+    if (loop) messages.push({ role: "user", content: loop });
     if (recoveries >= MAX_RECOVERIES) // TRN-04
       throw new ApiError("output_limit", `The output limit was repeatedly exceeded: ${MAX_RECOVERIES} continuations in a row were cut off again.`);
     if (user.signal.aborted) throw new Aborted(); // TRN-09
