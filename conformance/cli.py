@@ -171,6 +171,12 @@ def _quiet_on_closed_pipe(
         return 128 + signal.SIGPIPE
 
 
+_NO_EXPECTATIONS = (
+    "conformance: no expectations file, so every failing verdict below fails the run; "
+    "{update} records today's verdicts as known (docs/ci.md)"
+)
+
+
 def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
     from conformance.session import RunInputError, RunSession, sigterm_as_interrupt
 
@@ -211,8 +217,15 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
     if gate.comparison is not None:
         for f in gate.comparison.fixed:
             print(f"better than expected: {f.describe()}", file=sys.stderr)
+        # Without an expectations file nothing regressed: the verdicts fail the run as they are.
+        label = "regression" if session.expectations_file is not None else "failing"
+        if gate.comparison.regressions and session.expectations_file is None:
+            print(
+                _NO_EXPECTATIONS.format(update=settings.flag_of("update_expectations")),
+                file=sys.stderr,
+            )
         for f in gate.comparison.regressions:
-            print(f"regression: {f.describe()}", file=sys.stderr)
+            print(f"{label}: {f.describe()}", file=sys.stderr)
     for line in gate.certify:
         print(f"certify: {line}", file=sys.stderr)
     if settings.certify and settings.shard is not None:
