@@ -328,7 +328,9 @@ def as_markdown() -> str:
         "the turn with an `error` event whose `kind` fits the last failure on the wire "
         f"(ERR-01; the vocabulary: {_words(sorted(TYPED_KINDS))}), and whose `message` names "
         f"each recovery tried: retries (regex `{_RETRY_WORDS.pattern}`), the non-streaming "
-        'fallback ("stream"), the model fallback, compaction (ERR-04).',
+        'fallback ("stream"), the model fallback, compaction (ERR-04). An error that is not an '
+        "API error (the output limit repeatedly exceeded, TRN-04) is not judged by ERR-01: its "
+        "kind is yours to name.",
         "",
         *_kinds_table(),
         "",

@@ -3,6 +3,7 @@ capability list and links), and `conformance list` as a Unix tool (a closed pipe
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -102,3 +103,66 @@ def test_list_into_a_closed_pipe_ends_quietly(capsys) -> None:
         os.close(write)
     assert status == 141  # 128 + SIGPIPE, as a tool killed by the signal reports
     assert "Traceback" not in capsys.readouterr().err
+
+
+# --- Acceptance: what the starter agent needed is in the pages the protocol doc links --------
+AGENT = ROOT / "examples" / "node-agent" / "agent.mjs"
+
+
+def _linked_pages() -> str:
+    """docs/adapter-protocol.md and the pages of docs/ it links."""
+    doc = _protocol()
+    names = set(re.findall(r"\]\(([a-z-]+\.md)(?:#[^)]*)?\)", doc))
+    return "\n".join([doc, *((DOCS / n).read_text(encoding="utf-8") for n in sorted(names))])
+
+
+def _judged_block(source: str) -> str:
+    start = source.index("// --- What the agent is judged on")
+    return source[start : source.index("// --- The agent's own choices")]
+
+
+def _js_strings(expr: str) -> str:
+    """A JS expression of double-quoted literals joined by +, as one string (JSON escapes)."""
+    return "".join(json.loads(lit) for lit in re.findall(r'"(?:[^"\\]|\\.)*"', expr))
+
+
+def test_every_number_and_string_the_starter_agent_uses_is_in_the_linked_pages() -> None:
+    pages = _linked_pages()
+    block = _judged_block(AGENT.read_text(encoding="utf-8"))
+    numbers = dict(re.findall(r"^const (\w+) = (\d+(?:\.\d+)?);", block, re.M))
+    assert {"BACKOFF_BASE_S", "BACKOFF_CAP_S", "JITTER", "RETRY_BUDGET"} <= set(numbers)
+    for name, literal in numbers.items():
+        value = float(literal)
+        spelled = {literal, f"{value:g}", f"{value * 100:g} %"}
+        assert any(s in pages for s in spelled), f"{name} = {literal} is in none of the pages"
+    strings = re.findall(
+        r"^const (\w+) =(?: //[^\n]*)?\s*((?:\"(?:[^\"\\]|\\.)*\"\s*\+?\s*)+);", block, re.M
+    )
+    assert {n for n, _ in strings} == {"CONTINUATION_TEXT", "TRUNCATION_HINT"}
+    for name, expr in strings:
+        assert _js_strings(expr) in pages, f"{name} is in none of the pages"
+    assert _js_strings(dict(strings)["CONTINUATION_TEXT"]) == CONTINUATION_TEXT
+    retryable = re.search(r"RETRYABLE = new Set\(\[([\d, ]+)\]\)", block)
+    assert retryable is not None
+    retry_section = pages.split("## 3. Retry a failed model request", 1)[1].split("\n## ", 1)[0]
+    for status in retryable.group(1).split(", "):
+        assert status in retry_section, status
+
+
+def test_the_starter_agents_kinds_capabilities_and_config_keys_are_documented() -> None:
+    from conformance.checks.err import TYPED_KINDS
+
+    source = AGENT.read_text(encoding="utf-8")
+    pages = _linked_pages()
+    hello = re.search(r"capabilities: (\[[^\]]*\])", source)
+    assert hello is not None
+    for cap in json.loads(hello.group(1)):
+        assert f"`{cap}`" in _protocol() and cap in CAPABILITIES
+    for key in set(re.findall(r"cfg\.(\w+)", source)) | set(re.findall(r"config\?\.(\w+)", source)):
+        assert key in CONFIG_KEYS and f"`{key}`" in pages, key
+    table = re.search(r"function kindOf[\s\S]*?\n}\n", source)
+    assert table is not None
+    kinds = set(re.findall(r'"([a-z_]+)"', table.group(0)))
+    assert kinds and kinds <= TYPED_KINDS, kinds - TYPED_KINDS
+    for kind in kinds:
+        assert f"`{kind}`" in pages, kind

@@ -13,15 +13,16 @@ const MAX_RECOVERIES = 3; // TRN-04: consecutive length continuations
 const OUTPUT_LIMIT_CHARS = 30000; // FMT-01: longer tool output is cut, with a notice
 const LOOP_WINDOW = 5; // LOP-01: the same failing call 3 times within 5 calls
 const LOOP_THRESHOLD = 3;
-const IDLE_TIMEOUT_S = 60; // STR-10: a stream silent this long is abandoned
-const DEFAULT_TOOL_TIMEOUT_S = 120;
-const DEFAULT_MAX_TOKENS = 8192; // TRN-07: raised once to ESCALATED_MAX_TOKENS on a length finish
-const ESCALATED_MAX_TOKENS = 32768;
 const CONTINUATION_TEXT = // TRN-01, exactly (note the em dash)
   "Output token limit hit. Resume directly \u2014 no apology, no recap of what you were doing. " +
   "Pick up mid-thought if that is where the cut happened. Break remaining work into smaller pieces.";
 const TRUNCATION_HINT = "(output truncated, please reduce your output)"; // TJS-01
 const RETRYABLE = new Set([408, 409, 429, 500, 502, 503, 504, 529]); // RTY-03/05/16
+// --- The agent's own choices (within what is judged) ---------------------------------------
+const IDLE_TIMEOUT_S = 60; // STR-10: a stream silent this long is abandoned
+const DEFAULT_TOOL_TIMEOUT_S = 120; // without config.tool_timeout_s
+const DEFAULT_MAX_TOKENS = 8192; // TRN-07: raised once to ESCALATED_MAX_TOKENS on a length finish
+const ESCALATED_MAX_TOKENS = 32768;
 
 const BASE = process.env.OPENAI_BASE_URL;
 const KEY = process.env.OPENAI_API_KEY || "";
