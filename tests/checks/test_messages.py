@@ -57,7 +57,8 @@ def test_an_untyped_error_kind_lists_the_vocabulary_as_words() -> None:
     j = Journal()
     j.chat(429, headers={"retry-after": "0"})
     f = run_check(
-        "ERR-01", j.evidence([{"type": "error", "kind": "agent", "message": "x"}, turn_end("error")])
+        "ERR-01",
+        j.evidence([{"type": "error", "kind": "agent", "message": "x"}, turn_end("error")]),
     )
     assert f.outcome == "fail"
     assert "kind 'agent' is not a typed error kind (auth, bad_request," in f.observed
