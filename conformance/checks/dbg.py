@@ -36,7 +36,7 @@ def check_dbg_01(ev: Evidence) -> Finding:
         missing = [k for k in DUMP_KEYS if k not in doc]
         if not missing and doc.get("messages"):
             return passed(expected, f"{name} holds {listed(DUMP_KEYS)}")
-        seen.append(f"{name}: missing {missing or ['non-empty messages']}")
+        seen.append(f"{name}: missing {listed(missing or ['non-empty messages'])}")
     return failed(expected, "; ".join(seen))
 
 

@@ -1,6 +1,8 @@
 // A starter agent speaking the adapter protocol, version 1 (docs/adapter-protocol.md), with
 // the recovery the suite judges (docs/judged-on.md). Plain Node 18+, no npm dependency: the
 // global fetch, one file. Usage: conformance run --agent "cmd:node examples/node-agent/agent.mjs"
+import fs from "node:fs";
+import path from "node:path";
 import readline from "node:readline";
 
 // --- What the agent is judged on (docs/judged-on.md): numbers and exact strings ------------
@@ -27,10 +29,20 @@ const ESCALATED_MAX_TOKENS = 32768;
 const BASE = process.env.OPENAI_BASE_URL;
 const KEY = process.env.OPENAI_API_KEY || "";
 const user = new AbortController(); // the user's Esc: aborts every request and wait
-let scale = 1;
+let scale = 1, debugDir = null, shownSeq = 0;
 
 // DBG-02: whatever a server echoes, the key never leaves this process.
 const redact = (s) => (KEY ? String(s).split(KEY).join("[REDACTED]") : String(s));
+// DBG-01, DBG-03 (capability debug_dump): files in start.debug_dir, redacted like the rest.
+function dump(name, record, append = false) {
+  if (!debugDir) return;
+  try {
+    fs.mkdirSync(debugDir, { recursive: true });
+    fs[append ? "appendFileSync" : "writeFileSync"](path.join(debugDir, name), redact(JSON.stringify(record)) + "\n");
+  } catch (e) {
+    log("debug dump failed:", e.message);
+  }
+}
 const emit = (ev) => process.stdout.write(redact(JSON.stringify(ev)) + "\n");
 const log = (...a) => process.stderr.write(redact(a.join(" ")) + "\n");
 
@@ -43,7 +55,7 @@ class ApiError extends Error {
 class Aborted extends Error {}
 
 // --- The protocol: hello first, then start, then events until turn_end ---------------------
-emit({ type: "hello", agent: "node-starter", version: "1.0.0", capabilities: ["tools", "abort", "time_scale"] });
+emit({ type: "hello", agent: "node-starter", version: "1.0.0", capabilities: ["tools", "abort", "time_scale", "debug_dump"] });
 const rl = readline.createInterface({ input: process.stdin });
 let started = false;
 rl.on("line", (line) => {
@@ -117,6 +129,7 @@ async function attempt(body, stream, cfg) {
     const text = redact(await r.text().catch(() => ""));
     const wait = serverWait(r.headers);
     const kind = kindOf(r.status, text);
+    if (r.status === 400) dump(`http-400-${Date.now()}.json`, { messages: body.messages, model: body.model, config: { max_tokens: body.max_tokens, stream }, error: text });
     throw Object.assign(new ApiError(kind, `HTTP ${r.status}: ${text.slice(0, 300)}`, RETRYABLE.has(r.status), wait), { at });
   }
   const fail = (m) => Object.assign(new ApiError("server", m, true), { midStream: true });
@@ -130,7 +143,8 @@ async function attempt(body, stream, cfg) {
     return { text: m.content || "", reasoning: m.reasoning_content || "", calls: (m.tool_calls || []).map((c) => ({ id: c.id, name: c.function?.name || "", args: c.function?.arguments ?? "" })), finish: choice.finish_reason, usage: data.usage };
   }
   // SSE: "data: {json}" lines; a failure after the headers is a mid-stream failure (STR-01).
-  const out = { text: "", reasoning: "", calls: [], finish: null, usage: null };
+  const out = { id: `m${++shownSeq}`, text: "", reasoning: "", calls: [], finish: null, usage: null };
+  let shown = false; // STR-02: what was shown of a stream that then fails is withdrawn by id
   const decoder = new TextDecoder();
   const reader = r.body.getReader();
   let buf = "", lastEvent = Date.now(); // keep-alive comments do not feed the idle watchdog
@@ -167,15 +181,23 @@ async function attempt(body, stream, cfg) {
           }
           if (ch.finish_reason) out.finish = ch.finish_reason;
         }
+        if (!shown && out.text) {
+          shown = true;
+          emit({ type: "message", id: out.id, role: "assistant", text: out.text, tool_calls: [] });
+        }
       }
     }
   } catch (e) {
     reader.cancel().catch(() => {});
     if (user.signal.aborted) throw new Aborted();
     if (out.finish && !(e instanceof ApiError)) return { ...out, calls: out.calls.filter(Boolean) }; // STR-13: [DONE] missing
+    if (shown) emit({ type: "removed", id: out.id });
     throw e instanceof ApiError ? e : fail(`stream broken (${e.message})`);
   }
-  if (!out.finish) throw fail("stream ended without finish_reason"); // STR-08
+  if (!out.finish) {
+    if (shown) emit({ type: "removed", id: out.id });
+    throw fail("stream ended without finish_reason"); // STR-08
+  }
   return { ...out, calls: out.calls.filter(Boolean) };
 }
 
@@ -374,6 +396,7 @@ function repairHistory(history) {
 
 async function runTurn(start) {
   scale = start.time_scale || 1;
+  debugDir = start.debug_dir || null;
   const cfg = start.config || {};
   const tools = (start.tools || []).map((t) => ({ type: "function", function: t }));
   const messages = [...repairHistory(start.history || []), { role: "user", content: start.prompt }];
@@ -388,7 +411,8 @@ async function runTurn(start) {
     const reply = await complete(body, cfg);
     if (reply.text) texts.push(reply.text.trim());
     for (const name in blocked) if (--blocked[name] < 0) delete blocked[name];
-    const id = `a${step++}`;
+    const id = reply.id || `m${++shownSeq}`;
+    step++;
     const toolMsgs = reply.calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.args } }));
     emit({ type: "message", id, role: "assistant", text: reply.text, reasoning: reply.reasoning || null, tool_calls: toolMsgs });
     const truncated = reply.finish === "length";
@@ -414,6 +438,7 @@ async function runTurn(start) {
         toolCalls++;
         const res = await runTool(start, c, truncated);
         emit({ type: "tool", call_id: c.id, name: c.name, ...res });
+        dump("tool-calls.jsonl", { call_id: c.id, name: c.name, status: res.status, arguments: c.args }, true);
         messages.push({ role: "tool", tool_call_id: c.id, content: res.output });
         const note = loopReminder(calls, c, res.status === "error", blocked);
         if (note) notes.push(note);

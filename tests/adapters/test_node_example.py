@@ -97,6 +97,7 @@ SUBSET = [
     "fmt/fmt-01-large-output-cut",
     "lop/lop-03-cap-parallel",
     "ctx/ctx-03-call-then-user-message",
+    "dbg/dbg-01-http-400-dump",
     "dbg/dbg-02-echoed-key",
     "err/err-01-401-auth",
     "ctl/ctl-01-abort-mid-stream",
@@ -118,7 +119,7 @@ def test_node_agent_passes_every_must_criterion_it_is_judged_on(tmp_path, monkey
     main(words)
     doc = json.loads(results.read_text(encoding="utf-8"))
     (agent,) = doc["agents"]
-    assert {"tools", "abort", "time_scale"} == set(agent["capabilities"])
+    assert {"tools", "abort", "time_scale", "debug_dump"} == set(agent["capabilities"])
     bad = {
         cid: [(s["id"], s["verdict"], s.get("observed")) for s in res["scenarios"]]
         for cid, res in agent["criteria"].items()
