@@ -65,9 +65,12 @@ def test_node_agent_runs_tools(tmp_path):
             RunRequest(start, s.base_url, KEY, None, tmp_path, 10.0, threading.Event())
         )
     assert out.status == "ran", (out.error, out.log)
-    assert [e["type"] for e in out.events] == ["hello", "message", "tool", "message", "turn_end"]
-    assert out.events[2]["output"] == "wrote 2 bytes"
-    assert out.events[3]["text"] == "Done."
+    types = [e["type"] for e in out.events]
+    assert types[0] == "hello" and types[-1] == "turn_end" and types.count("tool") == 1
+    assert next(e for e in out.events if e["type"] == "tool")["output"] == "wrote 2 bytes"
+    # A streamed reply is shown as it starts, then replaced (same id) by the whole of it.
+    shown = {e["id"]: e for e in out.events if e["type"] == "message"}
+    assert [m["text"] for m in shown.values()] == ["", "Done."]
 
 
 # One scenario per behaviour a MUST criterion judges (those of capabilities the example does
