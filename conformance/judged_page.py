@@ -295,10 +295,10 @@ def as_markdown() -> str:
         "failure never resends the chat request (TOL-08); every tool call gets exactly one "
         "result in the next request (TOL-06), and tool calls without results in `history` get "
         "placeholder results (CTX-03).",
-        f"- Time limit (`config.tool_timeout_s`, else your own; the harness allows "
-        f"{DEFAULT_TOOL_LIMIT_S:g} s): stop the call at the limit, at most "
-        f"{LIMIT_LATE_SHARE * 100:g} % late, and say so with one of {_words(_TIMEOUT_WORDS)} "
-        "and the limit in seconds (TOL-04).",
+        f"- Time limit (`config.tool_timeout_s`, else your own; a scenario's deadline counts "
+        f"{DEFAULT_TOOL_LIMIT_S:g} s for a tool without one): stop the call at the limit, at "
+        f"most {LIMIT_LATE_SHARE * 100:g} % late, and say so with one of "
+        f"{_words(_TIMEOUT_WORDS)} and the limit in seconds (TOL-04).",
         "- A permission denial: say the reason and how to obtain permission (regex "
         f"`{_HOW_TO.pattern}`), and do not call again (TOL-05). A transient failure (503 "
         "`transient`, or a timeout the tool reported) is retried before the next chat request, "
