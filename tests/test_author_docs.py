@@ -166,3 +166,11 @@ def test_the_starter_agents_kinds_capabilities_and_config_keys_are_documented() 
     assert kinds and kinds <= TYPED_KINDS, kinds - TYPED_KINDS
     for kind in kinds:
         assert f"`{kind}`" in pages, kind
+
+
+def test_each_starter_agent_is_one_short_file() -> None:
+    agents = [p for p in (ROOT / "examples").rglob("agent.*") if p.suffix in (".mjs", ".ts", ".go")]
+    assert agents
+    for path in agents:
+        lines = path.read_text(encoding="utf-8").count("\n")
+        assert lines < 500, f"{path.relative_to(ROOT)}: {lines} lines"

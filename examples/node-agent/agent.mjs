@@ -1,6 +1,7 @@
 // A starter agent speaking the adapter protocol, version 1 (docs/adapter-protocol.md), with
 // the recovery the suite judges (docs/judged-on.md). Plain Node 18+, no npm dependency: the
 // global fetch, one file. Usage: conformance run --agent "cmd:node examples/node-agent/agent.mjs"
+import { setMaxListeners } from "node:events";
 import fs from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
@@ -29,6 +30,7 @@ const ESCALATED_MAX_TOKENS = 32768;
 const BASE = process.env.OPENAI_BASE_URL;
 const KEY = process.env.OPENAI_API_KEY || "";
 const user = new AbortController(); // the user's Esc: aborts every request and wait
+setMaxListeners(0, user.signal); // one listener per request and wait: no leak warning
 let scale = 1, debugDir = null, shownSeq = 0;
 
 // DBG-02: whatever a server echoes, the key never leaves this process.
@@ -75,6 +77,16 @@ rl.on("line", (line) => {
 });
 rl.on("close", () => process.exit(0));
 
+// A signal aborted when either is (AbortSignal.any is Node 20.3+ only).
+function either(a, b) {
+  const c = new AbortController();
+  for (const s of [a, b]) {
+    if (s.aborted) c.abort();
+    else s.addEventListener("abort", () => c.abort(), { once: true });
+  }
+  return c.signal;
+}
+
 const sleep = (s) =>
   new Promise((resolve, reject) => {
     if (user.signal.aborted) return reject(new Aborted());
@@ -106,7 +118,7 @@ function serverWait(headers) {
 // One attempt. Resolves {message, finish, usage}; throws ApiError (retryable or not).
 async function attempt(body, stream, cfg) {
   const ctl = new AbortController();
-  const signal = AbortSignal.any([user.signal, ctl.signal]);
+  const signal = either(user.signal, ctl.signal);
   let timer = null;
   if (cfg.request_timeout_s) timer = setTimeout(() => ctl.abort(), cfg.request_timeout_s * scale * 1000);
   let r;
@@ -322,19 +334,23 @@ async function runTool(start, call, truncated) {
   if (problems.length) return { status: "error", output: `Error: invalid arguments for ${call.name}: ${problems.join("; ")}` };
   const limit = start.config?.tool_timeout_s ?? DEFAULT_TOOL_TIMEOUT_S;
   for (let tries = 0; ; tries++) {
-    let body;
+    let body, timedOut = false;
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ((timedOut = true), ctl.abort()), limit * scale * 1000);
     try {
       const r = await fetch(`${start.tool_endpoint}/${call.name}`, {
         method: "POST",
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ call_id: call.id, arguments: args }),
-        signal: AbortSignal.any([user.signal, AbortSignal.timeout(limit * scale * 1000)]),
+        signal: either(user.signal, ctl.signal),
       });
       body = await r.json();
     } catch (e) {
       if (user.signal.aborted) throw new Aborted();
-      if (e.name === "TimeoutError") return { status: "error", output: `Error: ${call.name} timed out after ${limit} s (the tool time limit) and was stopped` }; // TOL-04
+      if (timedOut) return { status: "error", output: `Error: ${call.name} timed out after ${limit} s (the tool time limit) and was stopped` }; // TOL-04
       return { status: "error", output: `Error: ${call.name} failed: ${e.message}` };
+    } finally {
+      clearTimeout(timer);
     }
     const err = body.error;
     if (err && (err.type === "transient" || err.type === "timeout") && tries < 2) continue; // TOL-07
