@@ -425,6 +425,8 @@ async function runTurn(start) {
     const offered = tools.filter((t) => !(t.function.name in blocked)); // LOP-02
     if (offered.length) body.tools = offered;
     const reply = await complete(body, cfg);
+    const u = reply.usage; // STR-11: the usage of the request that succeeded, only
+    if (u) emit({ type: "usage", prompt_tokens: u.prompt_tokens ?? 0, completion_tokens: u.completion_tokens ?? 0 });
     if (reply.text) texts.push(reply.text.trim());
     for (const name in blocked) if (--blocked[name] < 0) delete blocked[name];
     const id = reply.id || `m${++shownSeq}`;
