@@ -3,6 +3,7 @@
 // global fetch, one file. Usage: conformance run --agent "cmd:node examples/node-agent/agent.mjs"
 import { setMaxListeners } from "node:events";
 import fs from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import readline from "node:readline";
 
@@ -58,6 +59,13 @@ class Aborted extends Error {}
 
 // --- The protocol: hello first, then start, then events until turn_end ---------------------
 emit({ type: "hello", agent: "node-starter", version: "1.0.0", capabilities: ["tools", "abort", "time_scale", "debug_dump"] });
+// Node's fetch is slow on its first calls (its code is compiled then): tens of ms on a busy
+// machine. At a fast test clock (time_scale 0.02) the first retry waits 10 ms, so warm it up
+// on a throwaway local server; at real time this changes nothing.
+const warm = http.createServer((q, a) => q.resume().on("end", () => a.writeHead(429).end("{}")));
+await new Promise((done) => warm.listen(0, "127.0.0.1", done));
+for (let i = 0; i < 4; i++) await (await fetch(`http://127.0.0.1:${warm.address().port}/`, { method: "POST", body: "{}" })).text();
+warm.close();
 const rl = readline.createInterface({ input: process.stdin });
 let started = false;
 rl.on("line", (line) => {
