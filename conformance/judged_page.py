@@ -294,7 +294,7 @@ def as_markdown() -> str:
         "- A tool that fails becomes an error result and the turn goes on (TOL-03); a tool "
         "failure never resends the chat request (TOL-08); every tool call gets exactly one "
         "result in the next request (TOL-06), and tool calls without results in `history` get "
-        "placeholder results (CTX-03).",
+        "non-empty placeholder results before anything is sent (CTX-03).",
         f"- Time limit (`config.tool_timeout_s`, else your own; a scenario's deadline counts "
         f"{DEFAULT_TOOL_LIMIT_S:g} s for a tool without one): stop the call at the limit, at "
         f"most {LIMIT_LATE_SHARE * 100:g} % late, and say so with one of "
