@@ -390,12 +390,16 @@ def check_str_11(ev: Evidence) -> Finding:
     # Every usage event records usage; a turn's recorded usage is their sum.
     got = {k: sum(of(x)[k] for x in reports) for k in want}
     if got == want:
-        return passed(expected, f"recorded {got}; failed attempts' usage left out")
+        return passed(expected, f"recorded {_tokens(got)}; failed attempts' usage left out")
     return failed(
         expected,
-        f"recorded {got}, successful requests carried {want} "
-        f"(failed attempts carried {_usage_total(bad)})",
+        f"recorded {_tokens(got)}, successful requests carried {_tokens(want)} "
+        f"(failed attempts carried {_tokens(_usage_total(bad))})",
     )
+
+
+def _tokens(usage: dict[str, int]) -> str:
+    return f"{usage['prompt_tokens']} prompt and {usage['completion_tokens']} completion tokens"
 
 
 # --- STR-12: the fallback can be switched off ----------------------------------------------
