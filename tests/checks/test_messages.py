@@ -69,3 +69,15 @@ def test_helpers_spell_values_for_people() -> None:
     assert listed([]) == "none"
     assert listed(["read_file", "write_file"], quoted=True) == "'read_file', 'write_file'"
     assert as_json({"path": "a.txt", "n": None}) == '{"path": "a.txt", "n": null}'
+
+
+def test_an_error_shown_on_a_completed_turn_is_quoted_as_json() -> None:
+    # Old text: "completed turn showed 1 error(s): {'type': 'error', 'kind': ..., 't_ns': ...}".
+    j = Journal()
+    j.chat(200)
+    shown = {"type": "error", "kind": "server", "message": "gone"}
+    f = run_check("ERR-02", j.evidence([shown, turn_end()]))
+    assert f.outcome == "fail"
+    assert f.observed == (
+        'completed turn showed 1 error(s), the first {"kind": "server", "message": "gone"}'
+    )
