@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import signal
 import sys
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -43,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the catalogue's releases and their rule changes, as CHANGELOG.md "
         "(conformance list --changelog > CHANGELOG.md)",
+    )
+    fmt.add_argument(
+        "--judged-on",
+        action="store_true",
+        help="what an agent is judged on, for its author: the Markdown page docs/judged-on.md "
+        "(conformance list --judged-on > docs/judged-on.md)",
     )
     lst.add_argument(
         "--scenarios",
@@ -128,6 +137,11 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if args.markdown:
         sys.stdout.write(as_markdown())
         return 0
+    if args.judged_on:
+        from conformance.judged_page import as_markdown as judged_on
+
+        sys.stdout.write(judged_on())
+        return 0
     from conformance.release import CATALOGUE_VERSION, changelog_markdown, rules_sha256
 
     if args.changelog:
@@ -158,6 +172,28 @@ def _cmd_list(args: argparse.Namespace) -> int:
         n = len(row["scenarios"] or ())
         print(f"{row['id']:<8} {row['level']:<6} {row['title']}  [{n} scenario{'s' * (n != 1)}]")
     return 0
+
+
+def _quiet_on_closed_pipe(
+    command: Callable[[argparse.Namespace], int], args: argparse.Namespace
+) -> int:
+    """Run a command that writes to stdout; a reader that went away (`conformance list | head`)
+    ends it quietly, as Unix tools do, with the status a SIGPIPE death would give."""
+    try:
+        status = command(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # Python would flush stdout again at exit and print a second error: point it at devnull.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
+_NO_EXPECTATIONS = (
+    "conformance: no expectations file, so every failing verdict below fails the run; "
+    "{update} records today's verdicts as known (docs/ci.md)"
+)
 
 
 def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
@@ -205,8 +241,15 @@ def _cmd_run(args: argparse.Namespace, words: list[str]) -> int:
     if gate.comparison is not None:
         for f in gate.comparison.fixed:
             print(f"better than expected: {f.describe()}", file=sys.stderr)
+        # Without an expectations file nothing regressed: the verdicts fail the run as they are.
+        label = "regression" if session.expectations_file is not None else "failing"
+        if gate.comparison.regressions and session.expectations_file is None:
+            print(
+                _NO_EXPECTATIONS.format(update=settings.flag_of("update_expectations")),
+                file=sys.stderr,
+            )
         for f in gate.comparison.regressions:
-            print(f"regression: {f.describe()}", file=sys.stderr)
+            print(f"{label}: {f.describe()}", file=sys.stderr)
     for line in gate.certify:
         print(f"certify: {line}", file=sys.stderr)
     if settings.certify:
@@ -270,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "list":
-        return _cmd_list(args)
+        return _quiet_on_closed_pipe(_cmd_list, args)
     if args.command == "run":
         return _cmd_run(args, list(sys.argv[1:] if argv is None else argv))
     if args.command == "report":

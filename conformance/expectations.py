@@ -94,12 +94,16 @@ class Finding:
     expected: str | None  # the expected verdict, None when the file does not name it
     reason: str = ""
     scenario: str | None = None  # set when the comparison is per scenario
+    file: str = ""  # the expectations file judged against; "" when there is none
 
     def describe(self) -> str:
-        exp = self.expected or "no failing verdict"
         where = f" in {self.scenario}" if self.scenario else ""
+        said = f"{self.criterion}{where} [{self.agent}]: {self.verdict}"
+        if self.expected is None:
+            # Nothing expected it: with no file at all, a first run, there is nothing to add.
+            return said + (f"; not expected by {self.file}" if self.file else "")
         why = f" ({self.reason})" if self.reason else ""
-        return f"{self.criterion}{where} [{self.agent}]: {self.verdict}, expected {exp}{why}"
+        return f"{said}, expected {self.expected}{why}"
 
 
 @dataclass
@@ -181,7 +185,12 @@ class Expectations:
         if exp is not None and exp.flaky and flaky_best is not None:
             verdict = flaky_best
         finding = Finding(
-            agent, criterion, verdict, exp.verdict if exp else None, exp.reason if exp else ""
+            agent,
+            criterion,
+            verdict,
+            exp.verdict if exp else None,
+            exp.reason if exp else "",
+            file=self.source,
         )
         failing = failing_verdicts(strict)
         if exp is None:

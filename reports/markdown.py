@@ -31,11 +31,18 @@ def render_markdown(results: Sequence[dict[str, Any]], *, secrets: Sequence[str]
     for agent in report.agents:
         missing = report.must_unsupported(agent)
         unjudged = report.must_unjudged(agent)
+        unsettled = report.must_unsettled(agent)
         lines.append(
             f"- `{_cell(agent.name)}`: {len(missing)} MUST criteria UNSUPPORTED"
             + (f" ({', '.join(missing)})" if missing else "")
             + f"; {len(unjudged)} MUST criteria judged by no scenario"
             + (f" ({', '.join(unjudged)})" if unjudged else "")
+            + (
+                f"; {len(unsettled)} judged in some scenarios but ERROR or TIMEOUT in others "
+                f"({', '.join(unsettled)})"
+                if unsettled
+                else ""
+            )
         )
     lines.append("")
     failures = []

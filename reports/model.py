@@ -41,6 +41,11 @@ class AgentView:
         res = self.data["criteria"].get(cid)
         return res["verdict"] if res else None
 
+    def scenario_verdicts(self, cid: str) -> list[str]:
+        """The verdicts criterion ``cid`` got in each scenario that judged it."""
+        res = self.data["criteria"].get(cid) or {}
+        return [s["verdict"] for s in res.get("scenarios") or []]
+
     def totals(self) -> dict[str, int]:
         """Count of criteria per verdict."""
         out = dict.fromkeys(VERDICTS, 0)
@@ -97,11 +102,28 @@ class Report:
 
     def must_unjudged(self, agent: AgentView) -> list[str]:
         """IDs of MUST criteria that apply in the agent's dialect and that no scenario judged:
-        not assessed at all, or only INFORMATIONAL (n/a), ERROR or TIMEOUT verdicts. Such a
-        criterion is not certified, whatever the other verdicts say."""
-        dialect = agent.run.get("dialect") or "openai_chat"
+        not assessed at all, or only INFORMATIONAL (n/a), ERROR or TIMEOUT verdicts in every
+        scenario. Such a criterion is not certified, whatever the other verdicts say."""
         return [
             c["id"]
+            for c in self._must_uncertain(agent)
+            if not any(v in JUDGED for v in agent.scenario_verdicts(c["id"]))
+        ]
+
+    def must_unsettled(self, agent: AgentView) -> list[str]:
+        """IDs of MUST criteria that some scenario judged but whose verdict is ERROR or TIMEOUT
+        (a PASS there, a turn that never ended elsewhere): not certified either, and not to be
+        called judged by no scenario."""
+        return [
+            c["id"]
+            for c in self._must_uncertain(agent)
+            if any(v in JUDGED for v in agent.scenario_verdicts(c["id"]))
+        ]
+
+    def _must_uncertain(self, agent: AgentView) -> list[dict[str, Any]]:
+        dialect = agent.run.get("dialect") or "openai_chat"
+        return [
+            c
             for c in self.catalogue
             if c["level"] == "MUST"
             and _applies(c, dialect)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -200,3 +201,42 @@ def shlex_split_glob(line: str) -> list[str]:
     for word in shlex.split(line):
         out += sorted(glob.glob(word)) if any(c in word for c in "*?[") else [word]
     return out
+
+
+CRASHER = """
+import json, sys
+print(json.dumps({"type": "hello", "agent": "crasher", "version": "0", "capabilities": []}))
+sys.stdout.flush()
+sys.stdin.readline()
+sys.exit(3)
+"""
+
+
+def test_a_first_run_lists_failing_verdicts_not_regressions(tmp_path, monkeypatch, capsys):
+    # Old text, with no expectations file at all: "regression: ERR-05 [...]: FAIL, expected no
+    # failing verdict".
+    script = tmp_path / "crasher.py"
+    script.write_text(CRASHER, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    scenario = (
+        Path(__file__).resolve().parents[1] / "scenarios/criteria/str/str-09-healthy-stream.yaml"
+    )
+    words = [
+        "run",
+        "-q",
+        "--agent",
+        f"cmd:{sys.executable} crasher.py",
+        "--scenario",
+        str(scenario),
+    ]
+    words += ["--report-dir", "report"]
+    assert main(words) == 1
+    err = capsys.readouterr().err
+    assert "conformance: no expectations file, so every failing verdict below fails the run" in err
+    assert f"failing: ERR-05 [cmd:{sys.executable} crasher.py]: FAIL\n" in err
+    assert "regression" not in err and "expected no failing verdict" not in err
+    Path("exp.yaml").write_text("[]\n", encoding="utf-8")
+    assert main([*words, "--expectations", "exp.yaml"]) == 1
+    err = capsys.readouterr().err
+    assert "regression: ERR-05 [" in err and "FAIL; not expected by exp.yaml" in err
+    assert "no expectations file" not in err

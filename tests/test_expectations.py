@@ -132,7 +132,8 @@ def test_compare_results_sorts_findings():
     assert [f.criterion for f in cmp.regressions] == ["RTY-01", "STR-01"]
     assert [f.criterion for f in cmp.fixed] == ["RTY-03"]
     assert [f.criterion for f in cmp.expected_failures] == ["STR-09"]
-    assert cmp.regressions[0].describe() == "RTY-01 [agent-x]: FAIL, expected no failing verdict"
+    # Old text, even with no expectations file at all: "FAIL, expected no failing verdict".
+    assert cmp.regressions[0].describe() == "RTY-01 [agent-x]: FAIL"
     assert compare_results(doc_with({"RTY-01": "PASS"})).regressions == []
 
 
@@ -239,3 +240,10 @@ def test_a_written_file_names_its_release_and_another_release_is_warned_of(tmp_p
     assert "before releases" in (
         load_expectations(unmarked).release_warning(CATALOGUE_VERSION) or ""
     )
+
+
+def test_a_regression_names_the_file_that_does_not_expect_it(tmp_path):
+    path = tmp_path / "exp.yaml"
+    path.write_text("- {criterion: STR-09, verdict: FAIL, reason: known}\n", encoding="utf-8")
+    cmp = compare_results(doc_with({"RTY-01": "FAIL"}), load_expectations(path))
+    assert cmp.regressions[0].describe() == f"RTY-01 [agent-x]: FAIL; not expected by {path}"

@@ -6,6 +6,11 @@ queue) and stderr (chunks, kept up to a cap) so the agent never blocks on a full
 main thread never blocks on a read: it only waits on the queue with a timeout, which lets it
 watch the deadline and forward the user abort. Whatever happens, the process group is killed
 with SIGKILL before `run` returns, then the threads are joined with a bound.
+
+The agent runs in a scratch directory of its own, but its command was written where the user
+stands: a word of it naming a file or directory that exists relative to the directory
+`conformance` was started from (``node examples/agent.mjs``, ``./my-agent``,
+``--config=agent.json``) is made absolute there, once, when the adapter is made.
 """
 
 from __future__ import annotations
@@ -20,17 +25,42 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO
 
 from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest, as_status, redact
 
-__all__ = ["EXIT_UNSUPPORTED", "HELLO_FIRST", "CommandAdapter", "kill_group"]
+__all__ = ["EXIT_UNSUPPORTED", "HELLO_FIRST", "CommandAdapter", "kill_group", "resolve_paths"]
 
 EXIT_UNSUPPORTED = 89
 _INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "SYSTEMROOT", "TZ")
 _POLL_S = 0.02  # how often the main loop looks at the abort flag
 _HEAD_BYTES = 400  # how much of the agent's stdout and stderr a probe error quotes
 HELLO_FIRST = "docs/adapter-protocol.md#hello-before-start"  # the section a probe error names
+
+
+def resolve_paths(argv: list[str], cwd: Path) -> list[str]:
+    """``argv`` with each relative word that names an existing path under ``cwd`` made absolute
+    (also the value of ``--option=VALUE``). A bare program name (``node``) is left to PATH; a
+    word that names nothing there is left as it is."""
+
+    def resolved(word: str) -> str:
+        if not word or os.path.isabs(word) or word.startswith("~"):
+            return word
+        return str(cwd / word) if (cwd / word).exists() else word
+
+    out = []
+    for i, word in enumerate(argv):
+        if i == 0 and "/" not in word:
+            out.append(word)  # a program looked up on PATH, as a shell would
+        elif word.startswith("-") and "=" in word:
+            flag, value = word.split("=", 1)
+            out.append(f"{flag}={resolved(value)}")
+        elif word.startswith("-"):
+            out.append(word)
+        else:
+            out.append(resolved(word))
+    return out
 
 
 def kill_group(proc: subprocess.Popen) -> None:
@@ -133,7 +163,7 @@ class CommandAdapter(AdapterBase):
         max_log_bytes: int = 1_000_000,
         validate: Callable[[dict], str | None] | None = None,
     ) -> None:
-        self.argv = shlex.split(command)
+        self.argv = resolve_paths(shlex.split(command), Path.cwd())
         if not self.argv:
             raise ValueError("cmd: adapter needs a command, e.g. 'cmd:node agent.mjs'")
         self.name = f"cmd:{command}"
@@ -196,7 +226,6 @@ class CommandAdapter(AdapterBase):
         """Start the command once without a start message, read `hello`, kill it (cached)."""
         if self._caps is None:
             import tempfile
-            from pathlib import Path
 
             with tempfile.TemporaryDirectory() as tmp:
                 req = RunRequest(

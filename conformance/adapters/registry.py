@@ -98,7 +98,8 @@ def agents_help() -> str:
     return (
         "'reference' (in-process), 'openai-sdk', an SDK agent "
         f"({sdk}; each an optional extra), 'cmd:COMMAND' (a command speaking the adapter "
-        "protocol) or 'shipped:PROFILE' (an agent as it ships)"
+        "protocol, run in a scratch directory; relative paths in it resolve against the "
+        "current directory) or 'shipped:PROFILE' (an agent as it ships)"
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, as_json, failed, not_applicable, passed
 from conformance.evidence import Evidence, response_of
 from fakes.journal import ToolEntry
 
@@ -40,7 +40,10 @@ def check_err_02(ev: Evidence) -> Finding:
     errors = ev.errors()
     reason = ends[0].get("reason")
     if reason == "completed" and errors:
-        return failed(expected, f"completed turn showed {len(errors)} error(s): {errors[0]}")
+        first = {"kind": errors[0].get("kind"), "message": str(errors[0].get("message"))[:160]}
+        return failed(
+            expected, f"completed turn showed {len(errors)} error(s), the first {as_json(first)}"
+        )
     if reason == "error" and len(errors) != 1:
         return failed(expected, f"failed turn showed {len(errors)} errors")
     if reason not in ("completed", "error"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.compaction import message_text
@@ -210,7 +210,8 @@ def check_ctx_03(ev: Evidence) -> Finding:
         missing = unpaired_calls(_messages(e))
         if missing:
             return failed(
-                expected, f"seq {e.get('seq')} sends tool call(s) {missing} without a result"
+                expected,
+                f"seq {e.get('seq')} sends tool call(s) {listed(missing, quoted=True)} without a result",
             )
     if not gaps:
         return not_applicable(expected, "the history has no tool call without a result")
@@ -221,7 +222,7 @@ def check_ctx_03(ev: Evidence) -> Finding:
     if not main:
         return failed(
             expected,
-            f"the history's unpaired call(s) {gaps} were not repaired: no request was sent",
+            f"the history's unpaired call(s) {listed(gaps, quoted=True)} were not repaired: no request was sent",
         )
     for e in main:
         empty = [
@@ -233,7 +234,9 @@ def check_ctx_03(ev: Evidence) -> Finding:
             and not message_text([m]).strip()
         ]
         if empty:
-            return failed(expected, f"seq {e.get('seq')}: empty placeholder for {empty}")
+            return failed(
+                expected, f"seq {e.get('seq')}: empty placeholder for {listed(empty, quoted=True)}"
+            )
     # Answered, not dropped: the first request of the conversation (the one carrying the
     # history's first message; an auxiliary request may come before it) still carries the
     # history as given, where a later one may carry a compaction's summary instead.
@@ -248,10 +251,13 @@ def check_ctx_03(ev: Evidence) -> Finding:
     if dropped:
         return failed(
             expected,
-            f"seq {first.get('seq')}: the unpaired call(s) {dropped} were dropped from the "
+            f"seq {first.get('seq')}: the unpaired call(s) {listed(dropped, quoted=True)} were dropped from the "
             "history, not answered with a placeholder",
         )
-    return passed(expected, f"{len(main)} request(s); unpaired call(s) {gaps} answered in each")
+    return passed(
+        expected,
+        f"{len(main)} request(s); unpaired call(s) {listed(gaps, quoted=True)} answered in each",
+    )
 
 
 @check("CTX-04", final=True)
@@ -276,7 +282,10 @@ def check_ctx_04(ev: Evidence) -> Finding:
         errors = ev.errors()
         shown = f"; error shown: {str(errors[-1].get('message'))[:120]!r}" if errors else ""
         return passed(expected, f"no request sent{shown}")
-    return passed(expected, f"{len(main)} request(s), none with a result for {sorted(gaps)}")
+    return passed(
+        expected,
+        f"{len(main)} request(s), none with a result for {listed(sorted(gaps), quoted=True)}",
+    )
 
 
 @check("CTX-05", final=True)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.evidence import Evidence, response_of
 
 __all__ = ["DUMP_KEYS", "leaks"]
@@ -18,7 +18,7 @@ DUMP_KEYS = ("messages", "model", "config", "error")
 @check("DBG-01")
 def check_dbg_01(ev: Evidence) -> Finding:
     """After an HTTP 400, a JSON dump with messages, model, config and error exists."""
-    expected = f"after HTTP 400, a JSON file in debug_dir with keys {list(DUMP_KEYS)}"
+    expected = f"after HTTP 400, a JSON file in debug_dir with keys {listed(DUMP_KEYS)}"
     if not any(response_of(e).get("status") == 400 for e in ev.chat()):
         return not_applicable(expected, "no HTTP 400 in this run")
     if not ev.debug_files:
@@ -35,8 +35,8 @@ def check_dbg_01(ev: Evidence) -> Finding:
             continue
         missing = [k for k in DUMP_KEYS if k not in doc]
         if not missing and doc.get("messages"):
-            return passed(expected, f"{name} holds {list(DUMP_KEYS)}")
-        seen.append(f"{name}: missing {missing or ['non-empty messages']}")
+            return passed(expected, f"{name} holds {listed(DUMP_KEYS)}")
+        seen.append(f"{name}: missing {listed(missing or ['non-empty messages'])}")
     return failed(expected, "; ".join(seen))
 
 
@@ -139,7 +139,9 @@ def check_dbg_03(ev: Evidence) -> Finding:
         return not_applicable(expected, "no tool call reached the tool host")
     name = next((k for k in ev.debug_files if k.rsplit("/", 1)[-1] == TOOL_LOG), None)
     if name is None:
-        return failed(expected, f"no {TOOL_LOG} in debug_dir ({sorted(ev.debug_files)})")
+        return failed(
+            expected, f"no {TOOL_LOG} in debug_dir (files: {listed(sorted(ev.debug_files))})"
+        )
     records = []
     for n, line in enumerate(ev.debug_files[name].splitlines(), 1):
         if not line.strip():

@@ -14,9 +14,10 @@ from collections.abc import Callable
 
 from conformance.checks.ctx import is_media_error, is_prompt_too_long
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.mfb import is_overload
 from conformance.checks.rty_cases import background
+from conformance.checks.wire import answer_of
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 
@@ -112,23 +113,24 @@ def check_err_01(ev: Evidence) -> Finding:
     if last is None:
         return not_applicable(expected, why)
     fits = expected_kinds(last)
-    status = response_of(last).get("status")
     errors = ev.errors()
     reason = (ev.turn_ends() or [{}])[-1].get("reason")
     if not errors:
         how = "ended the turn as completed" if reason == "completed" else "ended the turn"
         return failed(
-            expected, f"seq {last.get('seq')} (status {status}) {how}; no error was shown"
+            expected, f"seq {last.get('seq')} ({answer_of(last)}) {how}; no error was shown"
         )
     kind = errors[-1].get("kind")
     if not isinstance(kind, str) or kind not in TYPED_KINDS:
-        return failed(expected, f"kind {kind!r} is not a typed error kind {sorted(TYPED_KINDS)}")
+        return failed(
+            expected, f"kind {kind!r} is not a typed error kind ({listed(sorted(TYPED_KINDS))})"
+        )
     if kind not in fits:
         return failed(
             expected,
-            f"seq {last.get('seq')} (status {status}) shown as {kind!r}; fits {sorted(fits)}",
+            f"seq {last.get('seq')} ({answer_of(last)}) shown as {kind!r}; fits {', '.join(sorted(fits))}",
         )
-    return passed(expected, f"seq {last.get('seq')} (status {status}) shown as {kind!r}")
+    return passed(expected, f"seq {last.get('seq')} ({answer_of(last)}) shown as {kind!r}")
 
 
 @check("ERR-03")
@@ -196,6 +198,7 @@ def check_err_04(ev: Evidence) -> Finding:
     missing = [a for a, named in acts.items() if not named(msg)]
     if missing:
         return failed(
-            expected, f"tried {sorted(acts)}; the error does not name {missing}: {msg[:200]!r}"
+            expected,
+            f"tried {listed(sorted(acts))}; the error does not name {listed(missing)}: {msg[:200]!r}",
         )
-    return passed(expected, f"the error names {sorted(acts)}")
+    return passed(expected, f"the error names {listed(sorted(acts))}")

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Finding", "OUTCOMES", "passed", "failed", "not_applicable", "informational"]
+__all__ = [
+    "Finding",
+    "OUTCOMES",
+    "passed",
+    "failed",
+    "not_applicable",
+    "informational",
+    "listed",
+    "as_json",
+]
 
 OUTCOMES = ("pass", "fail", "informational", "not_applicable")
 
@@ -36,3 +48,16 @@ def not_applicable(expected: str, why: str) -> Finding:
 
 def informational(expected: str, observed: str) -> Finding:
     return Finding("informational", expected, observed)
+
+
+# A message reads as text, not as a Python value: lists joined, values in JSON (never
+# ``None``, ``['a']`` or ``{'k': 'v'}``).
+def listed(items: Iterable[Any], *, quoted: bool = False) -> str:
+    """Items joined with commas for a message (``quoted``: each in quotes, as names and ids
+    are); "none" when there is none."""
+    return ", ".join(f"'{x}'" if quoted else str(x) for x in items) or "none"
+
+
+def as_json(value: Any) -> str:
+    """A value as JSON, as the wire carried it (``null``, ``{"path": "a.txt"}``)."""
+    return json.dumps(value, ensure_ascii=False)

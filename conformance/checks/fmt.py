@@ -22,7 +22,7 @@ from typing import Any
 
 from conformance.catalogue import by_id
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.evidence import Evidence, response_of
 from fakes.journal import ToolEntry
 
@@ -189,7 +189,7 @@ def check_fmt_01(ev: Evidence) -> Finding:
             return failed(
                 expected,
                 f"call {o.call_id!r}: the notice does not give the full size "
-                f"({sizes}); numbers added: {sorted(new)[:10]}",
+                f"({sizes}); numbers added: {listed(sorted(new)[:10])}",
             )
         seen.append(f"{o.call_id}: {sizes[unit]} {unit} cut to {len(res)} characters")
     return passed(expected, "; ".join(seen))
@@ -252,7 +252,7 @@ def check_fmt_02(ev: Evidence) -> Finding:
                 expected,
                 f"call {o.call_id!r}: head {head} and tail {tail} characters kept, but no "
                 f"number near the omitted {omitted_chars} characters / {omitted_lines} lines "
-                f"(numbers added: {sorted(new)[:10]})",
+                f"(numbers added: {listed(sorted(new)[:10])})",
             )
         seen.append(f"{o.call_id}: head {head}, tail {tail}, omitted stated as {hit[0][0]}")
     if not judged:

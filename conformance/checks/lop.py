@@ -16,7 +16,7 @@ from typing import Any
 
 from conformance.catalogue import by_id
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.reminder import is_loop_reminder
 from conformance.checks.seed_strings import CONTINUATION_TEXT
@@ -194,7 +194,7 @@ def check_lop_02(ev: Evidence) -> Finding:
         return failed(
             expected,
             f"the model repeated {tool} after the reminder at seq {reminded['seq']}; seq "
-            f"{first['seq']} still offers it: {_offered(first.get('body') or {})}",
+            f"{first['seq']} still offers it: {listed(_offered(first.get('body') or {}), quoted=True)}",
         )
     gone = 0
     for e in nxt:
@@ -246,7 +246,7 @@ def check_lop_03(ev: Evidence) -> Finding:
     return passed(
         expected,
         f"model asked for {asked} call(s), {ran} ran, turn ended "
-        f"({ends[-1].get('reason')}); shown: {shown[:1]}",
+        f"({ends[-1].get('reason')}); error shown: {listed(repr(m) for m in shown[:1])}",
     )
 
 
@@ -351,7 +351,7 @@ def check_lop_06(ev: Evidence) -> Finding:
     if set(after) < set(before):
         return passed(
             expected,
-            f"{shape} at seq {e['seq']}; seq {nxt[0]['seq']} drops {set(before) - set(after)}",
+            f"{shape} at seq {e['seq']}; seq {nxt[0]['seq']} drops {listed(sorted(set(before) - set(after)), quoted=True)}",
         )
     return failed(
         expected,

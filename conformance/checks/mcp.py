@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.tjs import Call, follow_calls, host_output
 from conformance.evidence import Evidence, response_of
@@ -292,4 +292,6 @@ def check_mcp_04(ev: Evidence) -> Finding:
             continue
         if call.result is None and turn_over(ev):
             return failed(expected, f"call {call.id!r} of {call.name!r}: no tool result")
-    return passed(expected, f"listed anew after the change; every later call in {sorted(latest)}")
+    return passed(
+        expected, f"listed anew after the change; every later call in {listed(sorted(latest))}"
+    )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
@@ -222,7 +222,7 @@ def check_mfb_03(ev: Evidence) -> Finding:
 @check("MFB-04", final=True)
 def check_mfb_04(ev: Evidence) -> Finding:
     """Requests to the fallback model carry no vendor-private fields."""
-    expected = f"no message sent to the fallback model holds any of {sorted(PRIVATE_KEYS)}"
+    expected = f"no message sent to the fallback model holds any of {listed(sorted(PRIVATE_KEYS))}"
     fb = _fallback(ev)
     if fb is None:
         return not_applicable(expected, "no fallback_model configured")

@@ -83,10 +83,12 @@ def check_rsn_01(ev: Evidence) -> Finding:
             return failed(expected, f"{where} dropped the reasoning-only reply of seq {seq}")
         if not _same_reasoning(msg.get("reasoning_content"), reply.reasoning):
             got = msg.get("reasoning_content")
-            return failed(
-                expected,
-                f"{where}: reasoning_content {str(got)[:60]!r} is not the reasoning of seq {seq}",
+            said = (
+                "has no reasoning_content"
+                if got is None
+                else f"reasoning_content {str(got)[:60]!r}"
             )
+            return failed(expected, f"{where}: {said}, not the reasoning of seq {seq}")
         text = message_text(msg).strip()
         if not text:
             return failed(expected, f"{where}: the assistant message has empty content")

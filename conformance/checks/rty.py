@@ -6,9 +6,10 @@ from typing import Any
 
 from conformance.catalogue import by_id
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.jitter import ALPHA, Sample, judge_jitter
 from conformance.checks.partial import turn_over
+from conformance.checks.wire import answer_of
 from conformance.evidence import (
     RETRYABLE_STATUSES,
     Evidence,
@@ -104,7 +105,7 @@ def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Findi
         if not lo <= r.wait <= hi:
             return failed(
                 expected,
-                f"retry {r.n} after status {status_of(r.failed)} waited {seconds(r.wait)}, "
+                f"retry {r.n} after {answer_of(r.failed)} waited {seconds(r.wait)}, "
                 f"outside [{seconds(lo)}, {seconds(hi)}]",
             )
     if not judged:
@@ -216,7 +217,7 @@ def _budget(ev: Evidence, statuses: frozenset[int | None], label: str) -> str | 
                 and len(run) < MAX_RETRIES + 1
             ):
                 return (
-                    f"{mode}: gave up after {len(run)} attempts (last status {status_of(last)}, "
+                    f"{mode}: gave up after {len(run)} attempts (last: {answer_of(last)}, "
                     f"seq {last.get('seq')}): the policy retries {MAX_RETRIES} times"
                 )
     return None
@@ -339,7 +340,7 @@ def check_rty_04(ev: Evidence) -> Finding:
                 return failed(
                     expected,
                     f"{mode}: gave up after {len(run)} attempts "
-                    f"(last status {status_of(last)}, seq {last.get('seq')})",
+                    f"(last: {answer_of(last)}, seq {last.get('seq')})",
                 )
             notes.append(f"{mode}: {len(run)} attempts, {failures} failed")
     if not notes:
@@ -350,18 +351,18 @@ def check_rty_04(ev: Evidence) -> Finding:
 @check("RTY-07", final=True)
 def check_rty_07(ev: Evidence) -> Finding:
     """Non-retryable 4xx never followed by the identical request."""
-    expected = f"statuses {sorted(NON_RETRYABLE)} are never resent with an identical body"
+    expected = f"statuses {listed(sorted(NON_RETRYABLE))} are never resent with an identical body"
     chat = ev.chat()
     seen = []
     for i, e in enumerate(chat):
         if status_of(e) not in NON_RETRYABLE:
             continue
-        seen.append(f"{status_of(e)} at seq {e.get('seq')}")
+        seen.append(f"{answer_of(e)} at seq {e.get('seq')}")
         for later in chat[i + 1 :]:
             if later.get("body") == e.get("body"):
                 return failed(
                     expected,
-                    f"status {status_of(e)} (seq {e.get('seq')}) resent verbatim "
+                    f"{answer_of(e)} (seq {e.get('seq')}) resent verbatim "
                     f"at seq {later.get('seq')}",
                 )
     if not seen:

@@ -16,6 +16,7 @@ from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.rty import header, seconds, status_of
+from conformance.checks.wire import answer_of
 from conformance.evidence import Evidence, asked_wait, is_failed, response_of
 from fakes.compaction import message_text
 from fakes.journal import ChatEntry
@@ -65,10 +66,10 @@ def check_rty_09(ev: Evidence) -> Finding:
         if again:
             return failed(
                 expected,
-                f"background request seq {e.get('seq')} ({status_of(e)}) resent at seq "
+                f"background request seq {e.get('seq')} ({answer_of(e)}) resent at seq "
                 f"{again[0].get('seq')} after {seconds(ev.gap(e, again[0]))}",
             )
-        judged.append(f"{status_of(e)} at seq {e.get('seq')} not retried")
+        judged.append(f"{answer_of(e)} at seq {e.get('seq')} not retried")
     if not judged:
         seen = sum(1 for e in chat if background(e))
         return not_applicable(
@@ -109,7 +110,7 @@ def check_rty_10(ev: Evidence) -> Finding:
             f"(seqs {[e.get('seq') for e in after_401]}): refresh-and-retry must happen once",
         )
     r = after_401[0]
-    return passed(expected, f"one retry at seq {r.get('seq')}, answered {status_of(r)}")
+    return passed(expected, f"one retry at seq {r.get('seq')}, answered {answer_of(r)}")
 
 
 _OAI_WINDOW = re.compile(r"maximum context length is (\d+)", re.I)
@@ -253,7 +254,7 @@ def check_rty_15(ev: Evidence) -> Finding:
         if flag == "false" and again is not None:
             return failed(
                 expected,
-                f"status {status_of(e)} with x-should-retry: false (seq {e.get('seq')}) resent "
+                f"{answer_of(e)} with x-should-retry: false (seq {e.get('seq')}) resent "
                 f"at seq {again.get('seq')}",
             )
         if flag == "true" and again is None and not turn_over(ev):
@@ -261,9 +262,9 @@ def check_rty_15(ev: Evidence) -> Finding:
         if flag == "true" and again is None:
             return failed(
                 expected,
-                f"status {status_of(e)} with x-should-retry: true (seq {e.get('seq')}) not retried",
+                f"{answer_of(e)} with x-should-retry: true (seq {e.get('seq')}) not retried",
             )
-        judged.append(f"{status_of(e)} x-should-retry {flag}: {'retried' if again else 'not'}")
+        judged.append(f"{answer_of(e)} x-should-retry {flag}: {'retried' if again else 'not'}")
     if not judged:
         return not_applicable(expected, "no failed response with x-should-retry in this run")
     return passed(expected, "; ".join(judged))

@@ -11,7 +11,7 @@ from typing import Any
 
 from conformance.catalogue import by_id
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.wire import WireReply, call_ids, request_diff, same_request, wire_reply
 from conformance.evidence import RETRYABLE_STATUSES, Evidence, is_failed, response_of, symptom
@@ -74,7 +74,9 @@ def _fallback(ev: Evidence, symptoms: frozenset[str], label: str) -> Finding:
         if diff:
             return failed(expected, f"fallback seq {nxt.get('seq')} differs in {diff}")
     if not judged:
-        return not_applicable(expected, f"no stream broke by {sorted(symptoms)} in this run")
+        return not_applicable(
+            expected, f"no stream broke by {listed(sorted(symptoms))} in this run"
+        )
     return passed(expected, f"{judged} fallback(s) with the same messages, stream false")
 
 
@@ -388,12 +390,16 @@ def check_str_11(ev: Evidence) -> Finding:
     # Every usage event records usage; a turn's recorded usage is their sum.
     got = {k: sum(of(x)[k] for x in reports) for k in want}
     if got == want:
-        return passed(expected, f"recorded {got}; failed attempts' usage left out")
+        return passed(expected, f"recorded {_tokens(got)}; failed attempts' usage left out")
     return failed(
         expected,
-        f"recorded {got}, successful requests carried {want} "
-        f"(failed attempts carried {_usage_total(bad)})",
+        f"recorded {_tokens(got)}, successful requests carried {_tokens(want)} "
+        f"(failed attempts carried {_tokens(_usage_total(bad))})",
     )
+
+
+def _tokens(usage: dict[str, int]) -> str:
+    return f"{usage['prompt_tokens']} prompt and {usage['completion_tokens']} completion tokens"
 
 
 # --- STR-12: the fallback can be switched off ----------------------------------------------

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, as_json, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import TRUNCATION_HINT
 from conformance.checks.trn import length_finished
@@ -220,6 +220,11 @@ def _executed_args(call: Call) -> list[Any]:
     return [t.get("arguments") for t in call.executions]
 
 
+def _executions(call: Call) -> str:
+    """The arguments of each execution of a call, as JSON (what the tool host received)."""
+    return listed(as_json(a) for a in _executed_args(call))
+
+
 @check("TJS-02")
 def check_tjs_02(ev: Evidence) -> Finding:
     """Cut-short arguments (missing } or ") are closed, executed, and a warning appended."""
@@ -241,7 +246,9 @@ def check_tjs_02(ev: Evidence) -> Finding:
                 expected, f"{where} was never executed; result: {(call.result or '')[:200]!r}"
             )
         if obj not in _executed_args(call):
-            return failed(expected, f"{where} executed with {_executed_args(call)!r}, not {obj!r}")
+            return failed(
+                expected, f"{where} executed with {_executions(call)}, not {as_json(obj)}"
+            )
         if call.result is None:
             return failed(expected, f"{where}: no tool result sent back")
         out, _err = host_output(call.executions[-1])
@@ -266,7 +273,7 @@ def _error_with_hint(kinds: frozenset[str], expected: str, what: str, ev: Eviden
             continue
         where = f"call {call.id!r} ({call.arguments!r})"
         if call.executions:
-            return failed(expected, f"{where} was executed with {_executed_args(call)!r}")
+            return failed(expected, f"{where} was executed with {_executions(call)}")
         if call.result is None and not turn_over(ev):
             continue  # the result may still be sent
         judged += 1
@@ -343,7 +350,7 @@ def check_tjs_05(ev: Evidence) -> Finding:
             pass
         where = f"call {call.id!r} ({call.arguments!r})"
         if call.executions:
-            return failed(expected, f"{where} was executed with {_executed_args(call)!r}")
+            return failed(expected, f"{where} was executed with {_executions(call)}")
         if call.result is None and not turn_over(ev):
             continue  # the result may still be sent
         judged += 1
@@ -431,7 +438,9 @@ def check_tjs_06(ev: Evidence) -> Finding:
         if not call.executions:
             return failed(expected, f"{where} not executed; result: {(call.result or '')[:200]!r}")
         if want not in _executed_args(call):
-            return failed(expected, f"{where} executed with {_executed_args(call)!r}, not {want!r}")
+            return failed(
+                expected, f"{where} executed with {_executions(call)}, not {as_json(want)}"
+            )
     if not judged:
         return not_applicable(expected, "no object sent as a JSON-encoded string in this run")
     return passed(expected, f"{judged} double-encoded call(s) decoded before execution")

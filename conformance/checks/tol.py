@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.reminder import is_loop_reminder
 from conformance.checks.tjs import (
@@ -107,7 +107,9 @@ def check_tol_01(ev: Evidence) -> Finding:
             if (name or "") not in out:
                 return failed(expected, f"result for {name!r} does not name it: {out[:200]!r}")
             if missing:
-                return failed(expected, f"result for {name!r} omits tools {missing}")
+                return failed(
+                    expected, f"result for {name!r} omits tools {listed(missing, quoted=True)}"
+                )
             # Listing every tool names the closest one too: the suggestion must stand out.
             if close and not _suggests(close[0], names, out):
                 return failed(
@@ -580,7 +582,7 @@ def check_tol_09(ev: Evidence) -> Finding:
             if not any(_STATUS_WORDS[status].search(ln) for ln in mine):
                 return failed(
                     expected,
-                    f"item {n} ({label}) was {status} on the wire; result lines: {mine[:3]!r}",
+                    f"item {n} ({label}) was {status} on the wire; result lines: {listed(repr(ln) for ln in mine[:3])}",
                 )
     if not judged:
         return not_applicable(expected, "no call to a 'batch' tool with items in this run")

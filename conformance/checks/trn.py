@@ -12,7 +12,7 @@ from typing import Any
 
 from conformance.catalogue import by_id
 from conformance.checks.declare import check
-from conformance.checks.finding import Finding, failed, not_applicable, passed
+from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.lop import loop_trigger
 from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import CONTINUATION_TEXT
@@ -461,7 +461,10 @@ def check_trn_09(ev: Evidence) -> Finding:
         what = "a continuation" if any(is_continuation(m) for m in messages_of(e)[-1:]) else "a"
         return failed(expected, f"{what} {e.get('kind')} request (seq {e.get('seq')}) after abort")
     ends = [t.get("reason") for t in ev.turn_ends()]
-    return passed(expected, f"nothing sent after the aborted request seq {hit.get('seq')}; {ends}")
+    return passed(
+        expected,
+        f"nothing sent after the aborted request seq {hit.get('seq')}; turn ended: {listed(ends)}",
+    )
 
 
 def _backgrounded(entry: ChatEntry) -> bool:

@@ -8,10 +8,28 @@ journal is read in (``conformance.canon``). The parse itself lives in ``conforma
 
 from __future__ import annotations
 
+from conformance.evidence import response_of
 from conformance.wire_reply import WireReply, wire_reply
 from fakes.journal import ChatEntry
 
-__all__ = ["WireReply", "call_ids", "request_diff", "same_request", "wire_reply"]
+__all__ = ["WireReply", "answer_of", "call_ids", "request_diff", "same_request", "wire_reply"]
+
+# How an attempt without a status ended, in words (the journal's `end`).
+_NO_STATUS = {
+    "reset": "a connection reset before any response",
+    "close": "a connection closed before any response",
+    "client_gone": "no response before the agent hung up",
+}
+
+
+def answer_of(entry: ChatEntry) -> str:
+    """What an attempt got, for a message: "status 503", or how it failed without one (never
+    Python's ``None``)."""
+    resp = response_of(entry)
+    status = resp.get("status")
+    if status is not None:
+        return f"status {status}"
+    return _NO_STATUS.get(str(resp.get("end")), "a connection failure (no response)")
 
 
 def call_ids(entry: ChatEntry) -> set[str]:

@@ -341,3 +341,44 @@ def test_the_section_the_hello_error_names_exists():
     }
     assert anchor in slugs
     assert "writes `hello` first, then reads the `start` line" in text
+
+
+def test_relative_paths_resolve_where_conformance_was_started(tmp_path, monkeypatch):
+    # `cmd:python3 agents/hello.py` from the directory holding agents/: the agent still runs
+    # in a scratch directory of its own (its cwd), yet its script is found. Before, the probe
+    # failed with "can't open file '<scratch>/agents/hello.py'".
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "hello.py").write_text(PRELUDE + GOOD, encoding="utf-8")
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path)
+    adapter = CommandAdapter(f"{sys.executable} agents/hello.py --flag=agents unknown.txt")
+    assert adapter.name == f"cmd:{sys.executable} agents/hello.py --flag=agents unknown.txt"
+    assert adapter.capabilities() == {"tools", "abort"}
+    req = RunRequest(
+        {"type": "start", "prompt": "hi"},
+        "http://127.0.0.1:1/s/x/v1",
+        KEY,
+        None,
+        tmp_path / "work",
+        5.0,
+        threading.Event(),
+    )
+    out = adapter.run(req)
+    assert out.status == "ran", (out.error, out.log)
+    assert "cwd=work" in out.events[1]["text"]  # run where the harness put it
+
+
+def test_resolve_paths_leaves_programs_flags_and_unknown_words() -> None:
+    from conformance.adapters.command import resolve_paths
+
+    here = Path(__file__).resolve().parent
+    name = Path(__file__).name
+    assert resolve_paths(["node", name, "-v", f"--x={name}", "nope", "/abs"], here) == [
+        "node",
+        str(here / name),
+        "-v",
+        f"--x={here / name}",
+        "nope",
+        "/abs",
+    ]
+    assert resolve_paths([f"./{name}"], here) == [str(here / f"./{name}")]

@@ -620,3 +620,15 @@ def test_str_02_a_partial_read_after_the_fallback_ended_is_judged_by_order() -> 
     assert run_check("STR-02", j.evidence(events)).outcome == "fail"  # shown, never removed
     events.insert(1, ev_at(fb, after + 5, type="removed", id="m1"))
     assert run_check("STR-02", j.evidence(events)).outcome == "pass"
+
+
+def test_str_11_message_counts_tokens_in_words() -> None:
+    # Old text: "recorded {'prompt_tokens': 1100, ...}, successful requests carried {...}".
+    j = Journal()
+    broken(j, sse({"content": "Hel"}, usage=BIG), fault="end_without_finish")
+    attempt(j, PLAIN, plain_json(usage=SMALL))
+    f = run_check("STR-11", j.evidence([{"type": "usage", **BIG}, {"type": "usage", **SMALL}]))
+    assert f.observed == (
+        "recorded 1100 prompt and 520 completion tokens, successful requests carried 100 prompt "
+        "and 20 completion tokens (failed attempts carried 1000 prompt and 500 completion tokens)"
+    )

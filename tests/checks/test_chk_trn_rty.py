@@ -406,7 +406,7 @@ def test_rty_10_pass_one_retry() -> None:
     _401(j)
     _401(j)
     f = rty_cases.check_rty_10(j.evidence())
-    assert f.outcome == "pass" and "answered 401" in f.observed
+    assert f.outcome == "pass" and "answered status 401" in f.observed
 
 
 def test_rty_10_fail_never_retried() -> None:
