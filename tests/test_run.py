@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.adapters.interface import AdapterBase, AgentTraits
+from conformance.adapters.interface import AdapterBase, AgentTraits, RunOutcome
 from conformance.adapters.reference import ReferenceAdapter
 from conformance.catalogue import by_id
 from conformance.cli import main
@@ -483,3 +483,24 @@ def test_trn07_against_a_user_limit_the_agent_cannot_be_given_is_unsupported(gat
     default = load_scenario(CRITERIA / "trn" / "trn-07-raise-default-limit.yaml")
     _, judged = run_scenario(gateway, _Untold("max_output_tokens"), default)
     assert judged["TRN-07"]["verdict"] == "PASS", judged["TRN-07"]
+
+
+def test_an_unsupported_scenario_names_what_the_agent_lacks_not_what_it_declared(gateway):
+    # The agent declares tools but not hooks: TOL-06 (capability tools, judged on every run)
+    # is UNSUPPORTED because the scenario needs hooks, and says so; it once said "capability
+    # tools ... not declared by the agent", which the agent had declared.
+    agent = _RecordingAdapter({"tools"})
+    sc = load_scenario(CRITERIA / "ctl" / "ctl-02-block-after-tool-turn.yaml")
+    entry, verdicts = run_scenario(gateway, agent, sc)
+    assert entry["status"] == "unsupported" and agent.requests == []
+    tol06 = verdicts["TOL-06"]
+    assert tol06["verdict"] == "UNSUPPORTED"
+    assert tol06["expected"] == "capability hooks", tol06
+    assert tol06["observed"] == "not declared by the agent"
+    # An agent that declines a scenario itself (exit 89) is said to have declined it.
+    declining = _RecordingAdapter({"tools", "hooks"})
+    declining.run = lambda req: RunOutcome("unsupported", [], None, "", "no stop hook here")  # type: ignore[method-assign]
+    _, verdicts = run_scenario(gateway, declining, sc)
+    assert verdicts["TOL-06"]["observed"] == (
+        "the agent reported the scenario unsupported (exit 89): no stop hook here"
+    )
