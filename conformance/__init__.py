@@ -1,7 +1,9 @@
 """Conformance suite for LLM agents: criteria, runner, adapters, verdicts."""
 
 from conformance.errors import ConformanceError
+from conformance.release import CATALOGUE_VERSION
 
 __all__ = ["ConformanceError", "__version__"]
 
-__version__ = "1.0.0"
+# The package's version is the catalogue's release (conformance.release, CHANGELOG.md).
+__version__ = CATALOGUE_VERSION
