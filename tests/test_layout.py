@@ -56,3 +56,47 @@ def test_one_list_of_credential_headers():
     assert probe is gateway
     assert report == gateway
     assert "api-key" in report  # Azure OpenAI's header
+
+
+MAX_FUNCTION_LINES = 80
+PACKAGES = ("conformance", "fakes", "reports", "scenarios")
+
+
+def _functions(path: Path) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [
+        (node.name, (node.end_lineno or node.lineno) - node.lineno + 1)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+
+
+def test_no_function_is_longer_than_a_screenful():
+    # A longer function is split into named steps (as the run's gate, drive and judge are).
+    long = [
+        f"{path.relative_to(ROOT)}: {name} ({n} lines)"
+        for pkg in PACKAGES
+        for path in sorted((ROOT / pkg).rglob("*.py"))
+        for name, n in _functions(path)
+        if n > MAX_FUNCTION_LINES
+    ]
+    assert long == [], "\n".join(long)
+
+
+def test_the_harness_asks_no_adapter_or_gateway_for_an_attribute_by_name():
+    # Adapter traits and gateway handles are typed protocols (conformance.adapters.interface,
+    # fakes.handles): what an adapter or a gateway offers is declared, not probed.
+    probed = []
+    for path in sorted((ROOT / "conformance").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr")
+                and node.args
+            ):
+                target = ast.unparse(node.args[0])
+                if "adapter" in target or "gateway" in target or target in ("session", "gw"):
+                    probed.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert probed == [], "\n".join(probed)
