@@ -20,6 +20,15 @@ from conformance.options import add_cli_arguments, settings_from_cli
 __all__ = ["main", "build_parser"]
 
 
+# Commands whose options are their own module's (hand over the rest untouched): name, help.
+_HANDED_OVER = (
+    ("report", "render saved results into HTML, JUnit XML and Markdown"),
+    ("probe", "probe a live gateway's habits before onboarding it (HTML + JSON report)"),
+    ("fuzz", "search fault schedules for one that breaks an agent, shrink it, save it"),
+    ("rejudge", "derive saved results' verdicts again from their evidence, running no agent"),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="conformance",
@@ -27,6 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"conformance {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_list(sub)
+    _add_run(sub)
+    for name, what in _HANDED_OVER:
+        sub.add_parser(
+            name, help=what, description=f"See `conformance {name} --help`.", add_help=False
+        ).add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
+
+
+def _add_list(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     lst = sub.add_parser(
         "list",
         help="print the criteria catalogue",
@@ -35,30 +54,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     fmt = lst.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="machine-readable output")
-    fmt.add_argument(
-        "--markdown",
-        action="store_true",
-        help="the catalogue as the Markdown page docs/criteria.md "
-        "(conformance list --markdown > docs/criteria.md)",
+    pages = (
+        ("--markdown", "the catalogue as the Markdown page docs/criteria.md", "docs/criteria.md"),
+        (
+            "--changelog",
+            "the catalogue's releases and their rule changes, as CHANGELOG.md",
+            "CHANGELOG.md",
+        ),
+        (
+            "--judged-on",
+            "what an agent is judged on, for its author: the Markdown page docs/judged-on.md",
+            "docs/judged-on.md",
+        ),
     )
-    fmt.add_argument(
-        "--changelog",
-        action="store_true",
-        help="the catalogue's releases and their rule changes, as CHANGELOG.md "
-        "(conformance list --changelog > CHANGELOG.md)",
-    )
-    fmt.add_argument(
-        "--judged-on",
-        action="store_true",
-        help="what an agent is judged on, for its author: the Markdown page docs/judged-on.md "
-        "(conformance list --judged-on > docs/judged-on.md)",
-    )
+    for flag, what, page in pages:
+        fmt.add_argument(
+            flag, action="store_true", help=f"{what} (conformance list {flag} > {page})"
+        )
     lst.add_argument(
         "--scenarios",
         type=Path,
         default=None,
         help="scenario directory to index (default: the bundled scenarios)",
     )
+
+
+def _add_run(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run = sub.add_parser(
         "run",
         help="run an agent over the scenarios and judge every criterion",
@@ -81,38 +102,6 @@ def build_parser() -> argparse.ArgumentParser:
         help=agents_help() + "; default: reference",
     )
     add_cli_arguments(run)  # every other run option, from the table in options.py
-
-    rep = sub.add_parser(
-        "report",
-        help="render saved results into HTML, JUnit XML and Markdown",
-        description="Render one or more results JSON files (several: agents side by side; the shards "
-        "of one run, conformance run --shard K/N, merged into that run).",
-        add_help=False,
-    )
-    rep.add_argument("rest", nargs=argparse.REMAINDER)
-
-    sub.add_parser(
-        "probe",
-        help="probe a live gateway's habits before onboarding it (HTML + JSON report)",
-        description="Bounded probe requests; see `conformance probe --help`.",
-        add_help=False,
-    ).add_argument("rest", nargs=argparse.REMAINDER)
-
-    fz = sub.add_parser(
-        "fuzz",
-        help="search fault schedules for one that breaks an agent, shrink it, save it",
-        description="Hypothesis-generated fault schedules; see `conformance fuzz --help`.",
-        add_help=False,
-    )
-    fz.add_argument("rest", nargs=argparse.REMAINDER)
-
-    sub.add_parser(
-        "rejudge",
-        help="derive saved results' verdicts again from their evidence, running no agent",
-        description="See `conformance rejudge --help`.",
-        add_help=False,
-    ).add_argument("rest", nargs=argparse.REMAINDER)
-    return parser
 
 
 def _scenarios_by_criterion(directory: Path) -> dict[str, list[str]]:
