@@ -52,7 +52,7 @@ def _clip(text: str, n: int) -> str:
 def _nice_step(span: float, ticks: int = 6) -> float:
     """A round tick step (1, 2 or 5 x 10^k) giving about ``ticks`` ticks over ``span``."""
     raw = max(span, 1e-9) / ticks
-    k = 10 ** math.floor(math.log10(raw))
+    k: float = 10 ** math.floor(math.log10(raw))
     return next(m * k for m in (1, 2, 5, 10) if m * k >= raw)
 
 
@@ -80,7 +80,7 @@ def _end_ns(e: dict[str, Any]) -> int:
     r = e.get("response") or {}
     for t in (r.get("t_end_ns"), r.get("t_headers_ns")):
         if isinstance(t, int):
-            return max(t, e["t_arrival_ns"])
+            return max(t, int(e["t_arrival_ns"]))
     return int(e["t_arrival_ns"])
 
 
