@@ -336,7 +336,8 @@ def best_run(verdict: Mapping[str, Any]) -> str | None:
     runs = verdict.get("runs") if verdict.get("flaky") else None
     if not runs:
         return None
-    return max((r["verdict"] for r in runs), key=GATE_ORDER.index)
+    best: str = max((r["verdict"] for r in runs), key=GATE_ORDER.index)
+    return best
 
 
 def unstable_rate(result: Mapping[str, Any]) -> float | None:

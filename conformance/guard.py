@@ -118,7 +118,9 @@ class _Acceptor:
 
         self._start(loop)
 
-    def serve_udp(self, sock: socket.socket, handler: Callable[[bytes, Any, socket.socket], None]):
+    def serve_udp(
+        self, sock: socket.socket, handler: Callable[[bytes, Any, socket.socket], None]
+    ) -> None:
         sock.settimeout(0.1)
         self._socks.append(sock)
 
@@ -291,7 +293,7 @@ def _pump(a: socket.socket, b: socket.socket) -> None:
 class GuardedProcess:
     """A process started under the guard, and how it was guarded."""
 
-    proc: subprocess.Popen
+    proc: subprocess.Popen[bytes]  # byte pipes: the guard's callers read raw output
     netns: bool
     netns_note: str
     env_added: dict[str, str] = field(default_factory=dict)
@@ -333,9 +335,12 @@ class LoopbackGuard:
 
     # -- the namespace ------------------------------------------------------------------
 
-    def _in_new_netns(self, spawn: Callable[[], subprocess.Popen]) -> subprocess.Popen:
+    def _in_new_netns(
+        self, spawn: Callable[[], subprocess.Popen[bytes]]
+    ) -> subprocess.Popen[bytes]:
         """Run the setup and `spawn` on a thread moved into a fresh loopback-only netns."""
-        result: dict[str, Any] = {}
+        procs: list[subprocess.Popen[bytes]] = []
+        errors: list[BaseException] = []
 
         def body() -> None:
             try:
@@ -351,9 +356,9 @@ class LoopbackGuard:
                     capture_output=True,
                 )
                 self._setup_inside()
-                result["proc"] = spawn()
+                procs.append(spawn())
             except BaseException as exc:  # reported to the caller's thread
-                result["exc"] = exc
+                errors.append(exc)
 
         self._pending: list[tuple[socket.socket, Any]] = []
         t = threading.Thread(target=body, name="guard-netns", daemon=True)
@@ -361,15 +366,15 @@ class LoopbackGuard:
         t.join()
         # Serve only now, from this thread: threads inherit their creator's namespace, and the
         # forwarders must dial the gateway from the harness's namespace, not from inside.
-        if "exc" in result:
+        if errors:
             for sock, _ in self._pending:
                 sock.close()
             if self.proxy:
                 self.proxy.close()
-            raise result["exc"]
+            raise errors[0]
         for sock, handler in self._pending:
             self._acceptor.serve(sock, handler)
-        return result["proc"]
+        return procs[0]
 
     def _setup_inside(self) -> None:
         """Sockets made on the namespace thread: forwarders, proxy, traps."""
@@ -422,7 +427,7 @@ class LoopbackGuard:
     def popen(self, argv: list[str], *, env: dict[str, str], **kwargs: Any) -> GuardedProcess:
         """Start `argv` guarded; `env` gets the proxy variables added."""
 
-        def spawn() -> subprocess.Popen:
+        def spawn() -> subprocess.Popen[bytes]:
             assert self.proxy is not None
             full = {**env, **proxy_env(self.proxy.url)}
             return subprocess.Popen(argv, env=full, **kwargs)

@@ -27,6 +27,7 @@ import dataclasses
 import json
 import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +37,10 @@ import yaml
 from conformance.options import add_pytest_options, plugin_words, settings_from_pytest
 
 if TYPE_CHECKING:  # the session module imports the runner: loaded only when a run starts
+    from _pytest._code.code import TerminalRepr, TracebackStyle  # pytest's own annotations
+
     from conformance.session import RunSession, ScenarioRun
+    from fakes import Scenario
 
 __all__ = ["ConformanceFailure", "ScenarioFile", "ScenarioItem", "run_in_pytest"]
 
@@ -109,7 +113,7 @@ class _State:
         else:
             self.run.finish(interrupted=interrupted)
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.run.document is None:
             return  # a worker, or a run that `conformance run` finishes and reports itself
         lines = []
@@ -159,7 +163,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args[:] = [str(SCENARIO_DIR / "criteria")]
 
 
-def run_in_pytest(session: RunSession, scenarios: list[Any]) -> bool:
+def run_in_pytest(session: RunSession, scenarios: list[Scenario]) -> bool:
     """Run ``session`` over ``scenarios`` through pytest and this plugin, in this process: the
     path of ``conformance run -k EXPR`` and ``-n N`` (pytest's selection, pytest-xdist's worker
     processes). The items record into ``session``; return whether the run was interrupted.
@@ -229,7 +233,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
 class ScenarioFile(pytest.File):
     """One scenario file: one item per agent under test."""
 
-    def collect(self):
+    def collect(self) -> Iterator[ScenarioItem]:
         from fakes import FakesError, load_scenario
 
         try:
@@ -254,7 +258,7 @@ class ConformanceFailure(Exception):
 class ScenarioItem(pytest.Item):
     """One scenario run by one agent."""
 
-    def __init__(self, *, scenario: Any, agent: str, repeat: int = 0, **kwargs: Any) -> None:
+    def __init__(self, *, scenario: Scenario, agent: str, repeat: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scenario = scenario
         self.agent = agent
@@ -280,17 +284,21 @@ class ScenarioItem(pytest.Item):
             lines.append(f"rerun: {entry['rerun']}")
             raise ConformanceFailure("\n".join(lines))
 
-    def repr_failure(self, excinfo, style=None):
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: TracebackStyle | None = None,
+    ) -> str | TerminalRepr:
         if isinstance(excinfo.value, ConformanceFailure):
             return f"{self.name}:\n{excinfo.value}"
         return super().repr_failure(excinfo, style=style)
 
-    def reportinfo(self):
+    def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.path, None, f"scenario {self.name}"
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     if call.when == "call" and isinstance(item, ScenarioItem) and item.payload is not None:
         # A JSON string: pytest-xdist serializes report attributes to the controller.

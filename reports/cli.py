@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from reports.errors import ResultsError
 from reports.merge import merge_shards
@@ -17,7 +18,7 @@ from reports.schema import validate_results
 __all__ = ["build_parser", "load_results", "main", "run"]
 
 
-def load_results(path: Path) -> dict:
+def load_results(path: Path) -> dict[str, Any]:
     """Read and validate one results file; ResultsError names the file on any problem."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -26,7 +27,8 @@ def load_results(path: Path) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{path}: not valid JSON: {exc}") from exc
     validate_results(doc, source=str(path))
-    return doc
+    results: dict[str, Any] = doc  # the schema's top level is an object
+    return results
 
 
 def build_parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
@@ -49,7 +51,7 @@ def build_parser(prog: str = "python -m reports") -> argparse.ArgumentParser:
     return p
 
 
-def run(args: argparse.Namespace) -> tuple[int, list[dict]]:
+def run(args: argparse.Namespace) -> tuple[int, list[dict[str, Any]]]:
     """Render the report ``args`` ask for; return the exit status (0 rendered, 2 bad input)
     and the results documents rendered, shards merged."""
     secrets = [os.environ[v] for v in args.secret_env if os.environ.get(v)]

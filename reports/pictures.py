@@ -19,6 +19,7 @@ colour has a letter or a pattern beside it, so they read in print and without co
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from reports.units import real
@@ -52,7 +53,7 @@ def _clip(text: str, n: int) -> str:
 def _nice_step(span: float, ticks: int = 6) -> float:
     """A round tick step (1, 2 or 5 x 10^k) giving about ``ticks`` ticks over ``span``."""
     raw = max(span, 1e-9) / ticks
-    k = 10 ** math.floor(math.log10(raw))
+    k: float = 10 ** math.floor(math.log10(raw))
     return next(m * k for m in (1, 2, 5, 10) if m * k >= raw)
 
 
@@ -80,7 +81,7 @@ def _end_ns(e: dict[str, Any]) -> int:
     r = e.get("response") or {}
     for t in (r.get("t_end_ns"), r.get("t_headers_ns")):
         if isinstance(t, int):
-            return max(t, e["t_arrival_ns"])
+            return max(t, int(e["t_arrival_ns"]))
     return int(e["t_arrival_ns"])
 
 
@@ -96,7 +97,7 @@ def _outcome(e: dict[str, Any]) -> str:
     return "ok"
 
 
-def _span(x: Any, start: float, band: Any) -> dict[str, float] | None:
+def _span(x: Callable[[float], float], start: float, band: Any) -> dict[str, float] | None:
     """The horizontal extent of a wait band that starts counting at ``start``."""
     if not band:
         return None
@@ -127,17 +128,7 @@ def timeline(
         return (t - t0) / 1e9 / scale
 
     ends = [nominal(_end_ns(e)) for e in shown]
-    span = max([*ends, 1e-6])
-    drawn_waits = []
-    for w in waits:
-        lane = lane_of.get(w.get("seq"))
-        if lane is None or not isinstance(w.get("from_ns"), int):
-            continue
-        start = nominal(w["from_ns"])
-        band = w.get("band_s")
-        if band:
-            span = max(span, start + float(band[1]))
-        drawn_waits.append((lane, start, w))
+    drawn_waits, span = _placed_waits(waits, lane_of, nominal, max([*ends, 1e-6]))
     step = _nice_step(span)
     span = step * math.ceil(span / step - 1e-9) or step
     unit = _PLOT_W / span
@@ -145,78 +136,9 @@ def timeline(
     def x(t: float) -> float:
         return round(_LABEL_W + max(t, 0.0) * unit, 1)
 
-    lanes = []
-    for i, e in enumerate(shown):
-        r = e.get("response") or {}
-        status = r.get("status")
-        what = str(e.get("fault") or "")
-        if e.get("kind") == "tool":
-            what = str(e.get("tool") or "") + (
-                f" ({e.get('behaviour')}), " if e.get("behaviour") else ", "
-            )
-        left = x(nominal(e["t_arrival_ns"]))
-        y = _TOP + i * _LANE_H
-        end = r.get("end")
-        lanes.append(
-            {
-                "seq": e["seq"],
-                "y": y,
-                "text_y": round(y + _LANE_H * 0.68, 1),
-                "label": _clip(f"#{e['seq']} {e.get('kind', '')}", 12),
-                "status": "–" if status is None else str(status),
-                "what": _clip(what, 22),
-                "title": f"#{e['seq']} {e.get('kind', '')}{_mode(e)}: status {status}, "
-                f"{'tool ' + what if e.get('kind') == 'tool' else ''}"
-                f"fault {e.get('fault') or 'none'}, end {end or 'none'}",
-                "outcome": _outcome(e),
-                "x": left,
-                "w": max(round(x(ends[i]) - left, 1), 2.0),
-                # What the connection ended with, as a letter beside the bar (print).
-                "end": {"reset": "✕ reset", "close": "| close", "client_gone": "○ gone"}.get(
-                    str(end), ""
-                ),
-                "cut": r.get("cut_at_byte") is not None,
-            }
-        )
-    notes = []
-    for lane, start, w in drawn_waits:
-        y = _TOP + lane * _LANE_H
-        arrival = start + float(w["wait_s"])
-        band = w.get("band_s")
-        inside = None if not band else float(band[0]) <= float(w["wait_s"]) <= float(band[1])
-        mark = {None: "", True: "✓", False: "✗"}[inside]
-        text = f"retry {w.get('retry') or '?'}: {_fmt_s(float(w['wait_s']))} s"
-        core = w.get("core_s")
-        if band:
-            text += f" {mark}"
-            if core:
-                text += f" rule {_range(core)},"
-            text += f" judged {_range(band)}"
-        else:
-            text += " (no band)"
-        if time_scale and time_scale > 0:
-            text_real = f"{text}; waited {real(float(w['wait_s']) * scale)}"
-        else:
-            text_real = text
-        notes.append(
-            {
-                "y": y,
-                "mid": round(y + _LANE_H / 2, 1),
-                "text_y": round(y + _LANE_H * 0.68, 1),
-                "from": x(start),
-                "to": x(arrival),
-                "band": _span(x, start, band),
-                "core": _span(x, start, w.get("core_s")),
-                "inside": inside,
-                "text": _clip(text, 56),
-                "title": f"{text_real}; {w.get('rule') or 'no rule'}: {w.get('basis') or ''}",
-            }
-        )
-    ticks = []
-    t = 0.0
-    while t <= span + 1e-9:
-        ticks.append({"x": x(t), "label": f"{_fmt_s(t)} s"})
-        t += step
+    lanes = [_lane(i, e, x, nominal(e["t_arrival_ns"]), ends[i]) for i, e in enumerate(shown)]
+    real_scale = scale if time_scale and time_scale > 0 else None
+    notes = [_note(lane, start, w, x, real_scale) for lane, start, w in drawn_waits]
     height = _TOP + len(shown) * _LANE_H
     return {
         "id": anchor,
@@ -229,14 +151,120 @@ def timeline(
         "note_x": _LABEL_W + _PLOT_W + 8,
         "lanes": lanes,
         "notes": notes,
-        "ticks": ticks,
+        "ticks": _ticks(span, step, x),
         "scale": scale,
         "link": f"#{anchor}-req-" if link is None else link,
-        "unit": _unit(scale) if time_scale and time_scale > 0 else None,
+        "unit": _unit(scale) if real_scale is not None else None,
         "omitted": max(len(entries) - len(shown), 0),
         "has_bands": any(n["band"] for n in notes),
         "legend": True,  # the page may keep it for its first picture only
     }
+
+
+def _placed_waits(
+    waits: list[dict[str, Any]],
+    lane_of: dict[int, int],
+    nominal: Callable[[int], float],
+    span: float,
+) -> tuple[list[tuple[int, float, dict[str, Any]]], float]:
+    """The waits to draw, each with its lane and its start (scenario seconds), and the span
+    of the axis widened to the end of their bands."""
+    drawn = []
+    for w in waits:
+        seq = w.get("seq")
+        lane = lane_of.get(seq) if isinstance(seq, int) else None
+        if lane is None or not isinstance(w.get("from_ns"), int):
+            continue
+        start = nominal(w["from_ns"])
+        band = w.get("band_s")
+        if band:
+            span = max(span, start + float(band[1]))
+        drawn.append((lane, start, w))
+    return drawn, span
+
+
+def _lane(
+    i: int, e: dict[str, Any], x: Callable[[float], float], arrival: float, end_s: float
+) -> dict[str, Any]:
+    """Lane ``i``: request ``e``'s bar from ``arrival`` to ``end_s`` (scenario seconds)."""
+    r = e.get("response") or {}
+    status = r.get("status")
+    what = str(e.get("fault") or "")
+    if e.get("kind") == "tool":
+        what = str(e.get("tool") or "") + (
+            f" ({e.get('behaviour')}), " if e.get("behaviour") else ", "
+        )
+    left = x(arrival)
+    y = _TOP + i * _LANE_H
+    end = r.get("end")
+    return {
+        "seq": e["seq"],
+        "y": y,
+        "text_y": round(y + _LANE_H * 0.68, 1),
+        "label": _clip(f"#{e['seq']} {e.get('kind', '')}", 12),
+        "status": "–" if status is None else str(status),
+        "what": _clip(what, 22),
+        "title": f"#{e['seq']} {e.get('kind', '')}{_mode(e)}: status {status}, "
+        f"{'tool ' + what if e.get('kind') == 'tool' else ''}"
+        f"fault {e.get('fault') or 'none'}, end {end or 'none'}",
+        "outcome": _outcome(e),
+        "x": left,
+        "w": max(round(x(end_s) - left, 1), 2.0),
+        # What the connection ended with, as a letter beside the bar (print).
+        "end": {"reset": "✕ reset", "close": "| close", "client_gone": "○ gone"}.get(str(end), ""),
+        "cut": r.get("cut_at_byte") is not None,
+    }
+
+
+def _note(
+    lane: int,
+    start: float,
+    w: dict[str, Any],
+    x: Callable[[float], float],
+    real_scale: float | None,
+) -> dict[str, Any]:
+    """The note of wait ``w`` on ``lane``: an arrow from ``start`` to the retry, its allowed
+    band, and its text (with the real seconds waited when the run was on a scaled clock)."""
+    y = _TOP + lane * _LANE_H
+    arrival = start + float(w["wait_s"])
+    band = w.get("band_s")
+    inside = None if not band else float(band[0]) <= float(w["wait_s"]) <= float(band[1])
+    mark = {None: "", True: "✓", False: "✗"}[inside]
+    text = f"retry {w.get('retry') or '?'}: {_fmt_s(float(w['wait_s']))} s"
+    core = w.get("core_s")
+    if band:
+        text += f" {mark}"
+        if core:
+            text += f" rule {_range(core)},"
+        text += f" judged {_range(band)}"
+    else:
+        text += " (no band)"
+    if real_scale is not None:
+        text_real = f"{text}; waited {real(float(w['wait_s']) * real_scale)}"
+    else:
+        text_real = text
+    return {
+        "y": y,
+        "mid": round(y + _LANE_H / 2, 1),
+        "text_y": round(y + _LANE_H * 0.68, 1),
+        "from": x(start),
+        "to": x(arrival),
+        "band": _span(x, start, band),
+        "core": _span(x, start, w.get("core_s")),
+        "inside": inside,
+        "text": _clip(text, 56),
+        "title": f"{text_real}; {w.get('rule') or 'no rule'}: {w.get('basis') or ''}",
+    }
+
+
+def _ticks(span: float, step: float, x: Callable[[float], float]) -> list[dict[str, Any]]:
+    """The axis's ticks every ``step`` scenario seconds from 0 to ``span``."""
+    ticks = []
+    t = 0.0
+    while t <= span + 1e-9:
+        ticks.append({"x": x(t), "label": f"{_fmt_s(t)} s"})
+        t += step
+    return ticks
 
 
 def matrix(report: Any, anchor: Any) -> dict[str, Any] | None:

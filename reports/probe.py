@@ -34,7 +34,8 @@ PROBE_VERDICTS = ("OK", "MISSING", "NOTE", "NOT_SEEN", "NOT_APPLICABLE")
 def load_probe_schema() -> dict[str, Any]:
     """Return the probe report JSON Schema (draft 2020-12)."""
     text = resources.files("reports").joinpath("schemas/probe.schema.json").read_text("utf-8")
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)  # a JSON Schema is a JSON object
+    return schema
 
 
 def validate_probe(doc: Any, *, source: str = "<probe>") -> None:

@@ -49,7 +49,8 @@ def load_failover_schema() -> dict[str, Any]:
     text = (
         resources.files("reports").joinpath("schemas/probe-failover.schema.json").read_text("utf-8")
     )
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)  # a JSON Schema is a JSON object
+    return schema
 
 
 def validate_failover(doc: Any, *, source: str = "<failover>") -> None:

@@ -18,7 +18,8 @@ __all__ = ["load_schema", "validate_results"]
 def load_schema() -> dict[str, Any]:
     """Return the results JSON Schema (draft 2020-12)."""
     text = resources.files("reports").joinpath("schemas/results.schema.json").read_text("utf-8")
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)  # a JSON Schema is a JSON object
+    return schema
 
 
 def _json_path(path: Any) -> str:

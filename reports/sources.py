@@ -26,7 +26,8 @@ _CJK = re.compile(r"[\u3000-\u9fff\uff00-\uffef]")
 @cache
 def _data() -> dict[str, Any]:
     text = resources.files("reports").joinpath("sources.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    data: dict[str, Any] = json.loads(text)  # a JSON object, shipped with the package
+    return data
 
 
 def _section(seed: str, head: str) -> tuple[str | None, str | None, str]:

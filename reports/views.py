@@ -215,76 +215,9 @@ def scenario_page(
     fields = 3 * len(shown) + len(shown_events) + 1
     limit = max(FIELD_MIN, min(FIELD_MAX, PAGE_TEXT // max(fields, 1)))
 
-    rows, prev = [], None
-    span_end = [
-        max(e["t_arrival_ns"], (e.get("response") or {}).get("t_end_ns") or e["t_arrival_ns"])
-        for e in shown
-    ]
-    span = max(max(span_end, default=0) - (t0 or 0), 1)
-    for e, end in zip(shown, span_end, strict=True):
-        r = e.get("response") or {}
-        at = e["t_arrival_ns"]
-        rows.append(
-            {
-                "seq": e["seq"],
-                "kind": e["kind"],
-                "at": _at(at, t0, scale) if t0 is not None else "",
-                "gap": None if prev is None else _at(at, prev, scale),
-                "fault": e.get("fault"),
-                "status": r.get("status"),
-                "end": r.get("end"),
-                "left": 100.0 * (at - (t0 or at)) / span,
-                "width": max(100.0 * (end - at) / span, 0.3),
-            }
-        )
-        prev = at
-
-    entry_rows = []
-    for e in shown:
-        body = e.get("body") if "body" in e else e.get("arguments")
-        body_cut = cut(_pretty(body), limit)
-        if body is None and isinstance(e.get("body_digest"), dict):
-            d = e["body_digest"]
-            body_cut = cut(f"{d.get('head', '')}\n[…]\n{d.get('tail', '')}", limit)
-        entry_rows.append(
-            {
-                "seq": e["seq"],
-                "kind": e.get("kind"),
-                "method": e.get("method"),
-                "path": e.get("path"),
-                "fault": e.get("fault"),
-                "tool": e.get("tool"),
-                "body_error": e.get("body_error"),
-                "harness_error": e.get("harness_error"),
-                "response": e.get("response"),
-                "headers": cut(_header_lines(e.get("headers")), limit),
-                "body": body_cut,
-                "body_digest": e.get("body_digest") if body is None else None,
-                "sent": _sent(e.get("response"), limit),
-            }
-        )
-
-    removed_ids = {ev.get("id") for ev in events if ev.get("type") == "removed"}
-    ev_rows = []
-    for ev in shown_events:
-        is_meta = bool(ev.get("meta")) or bool(ev.get("hidden"))
-        is_removed = ev.get("type") == "removed" or (
-            ev.get("type") == "message" and ev.get("id") in removed_ids
-        )
-        t = ev.get("t_ns")
-        ev_rows.append(
-            {
-                "type": str(ev.get("type")),
-                "meta": is_meta,
-                "removed": is_removed,
-                "css": " ".join(c for c, on in (("meta", is_meta), ("removed", is_removed)) if on),
-                "at": _at(t, t0, scale) if isinstance(t, int) and t0 is not None else None,
-                "json": cut(
-                    json.dumps({k: v for k, v in ev.items() if k != "t_ns"}, ensure_ascii=False),
-                    limit,
-                ),
-            }
-        )
+    rows = _timeline_rows(shown, t0, scale)
+    entry_rows = [_entry_row(e, limit) for e in shown]
+    ev_rows = _event_rows(events, shown_events, t0, scale, limit)
 
     log = sc.get("agent_log") or ""
     verdicts = []
@@ -322,6 +255,94 @@ def scenario_page(
         "agent_log": cut(log, max(limit, 8000)) if log else None,
         "limit": limit,
     }
+
+
+def _timeline_rows(
+    shown: list[dict[str, Any]], t0: int | None, scale: float | None
+) -> list[dict[str, Any]]:
+    """The scenario page's timeline table: each request's time, the gap since the one before,
+    and its bar (left and width in percent of the span from ``t0`` to the last response)."""
+    rows, prev = [], None
+    span_end = [
+        max(e["t_arrival_ns"], (e.get("response") or {}).get("t_end_ns") or e["t_arrival_ns"])
+        for e in shown
+    ]
+    span = max(max(span_end, default=0) - (t0 or 0), 1)
+    for e, end in zip(shown, span_end, strict=True):
+        r = e.get("response") or {}
+        at = e["t_arrival_ns"]
+        rows.append(
+            {
+                "seq": e["seq"],
+                "kind": e["kind"],
+                "at": _at(at, t0, scale) if t0 is not None else "",
+                "gap": None if prev is None else _at(at, prev, scale),
+                "fault": e.get("fault"),
+                "status": r.get("status"),
+                "end": r.get("end"),
+                "left": 100.0 * (at - (t0 or at)) / span,
+                "width": max(100.0 * (end - at) / span, 0.3),
+            }
+        )
+        prev = at
+    return rows
+
+
+def _entry_row(e: dict[str, Any], limit: int) -> dict[str, Any]:
+    """One journal entry as the scenario page lists it, its texts cut to ``limit``."""
+    body = e.get("body") if "body" in e else e.get("arguments")
+    body_cut = cut(_pretty(body), limit)
+    if body is None and isinstance(e.get("body_digest"), dict):
+        d = e["body_digest"]
+        body_cut = cut(f"{d.get('head', '')}\n[…]\n{d.get('tail', '')}", limit)
+    return {
+        "seq": e["seq"],
+        "kind": e.get("kind"),
+        "method": e.get("method"),
+        "path": e.get("path"),
+        "fault": e.get("fault"),
+        "tool": e.get("tool"),
+        "body_error": e.get("body_error"),
+        "harness_error": e.get("harness_error"),
+        "response": e.get("response"),
+        "headers": cut(_header_lines(e.get("headers")), limit),
+        "body": body_cut,
+        "body_digest": e.get("body_digest") if body is None else None,
+        "sent": _sent(e.get("response"), limit),
+    }
+
+
+def _event_rows(
+    events: list[dict[str, Any]],
+    shown: list[dict[str, Any]],
+    t0: int | None,
+    scale: float | None,
+    limit: int,
+) -> list[dict[str, Any]]:
+    """The agent's events as the scenario page lists them (``shown``: the first of
+    ``events``), hidden and removed messages marked."""
+    removed_ids = {ev.get("id") for ev in events if ev.get("type") == "removed"}
+    ev_rows = []
+    for ev in shown:
+        is_meta = bool(ev.get("meta")) or bool(ev.get("hidden"))
+        is_removed = ev.get("type") == "removed" or (
+            ev.get("type") == "message" and ev.get("id") in removed_ids
+        )
+        t = ev.get("t_ns")
+        ev_rows.append(
+            {
+                "type": str(ev.get("type")),
+                "meta": is_meta,
+                "removed": is_removed,
+                "css": " ".join(c for c, on in (("meta", is_meta), ("removed", is_removed)) if on),
+                "at": _at(t, t0, scale) if isinstance(t, int) and t0 is not None else None,
+                "json": cut(
+                    json.dumps({k: v for k, v in ev.items() if k != "t_ns"}, ensure_ascii=False),
+                    limit,
+                ),
+            }
+        )
+    return ev_rows
 
 
 def _row(agent: AgentView, cited: dict[str, Any], paths: dict[str, Paths]) -> dict[str, Any]:

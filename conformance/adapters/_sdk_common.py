@@ -43,7 +43,7 @@ class TurnContext:
     def __init__(self, req: RunRequest) -> None:
         self.req = req
         self.start = req.start
-        self.events: list[dict] = []
+        self.events: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._cleanups: list[Callable[[], Any]] = []
         cfg = self.start.get("config") or {}
@@ -52,11 +52,11 @@ class TurnContext:
         self.tool_http = httpx.Client(verify=req.ca_file or True, trust_env=False)
         self.on_cleanup(self.tool_http.close)
 
-    def emit(self, ev: dict) -> None:
+    def emit(self, ev: dict[str, Any]) -> None:
         with self._lock:
             self.events.append({**ev, "t_ns": time.monotonic_ns()})
 
-    def snapshot(self) -> list[dict]:
+    def snapshot(self) -> list[dict[str, Any]]:
         with self._lock:
             return list(self.events)
 
@@ -142,7 +142,7 @@ async def call_tool_async(
     return await asyncio.to_thread(ctx.call_tool, name, call_id, arguments)
 
 
-def openai_tools(start: dict) -> list[dict]:
+def openai_tools(start: dict[str, Any]) -> list[dict[str, Any]]:
     """The scenario's tools in chat-completions `tools` form."""
     return [
         {
@@ -198,7 +198,7 @@ def error_kind(exc: BaseException) -> str:
     return "server"  # an in-band error, a malformed event: the server's reply was broken
 
 
-def error_event(exc: BaseException) -> dict:
+def error_event(exc: BaseException) -> dict[str, Any]:
     """The `error` event an agent on this SDK shows for `exc` (its own message, unchanged)."""
     msg = str(exc).strip() or type(exc).__name__
     return {"type": "error", "kind": error_kind(exc), "message": f"{type(exc).__name__}: {msg}"}
@@ -214,7 +214,7 @@ def run_turn(
 ) -> RunOutcome:
     """Run `turn` on a worker thread within the run's deadline; never raises."""
     ctx = TurnContext(req)
-    state: dict = {"log": "", "error": None}
+    state: dict[str, Any] = {"log": "", "error": None}
     ctx.emit(
         {"type": "hello", "agent": agent, "version": version, "capabilities": list(capabilities)}
     )

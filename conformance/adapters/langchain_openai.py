@@ -50,7 +50,7 @@ class LangChainOpenAIAdapter(AdapterBase):
         )
 
 
-def _history(history: list[dict]) -> list[Any]:
+def _history(history: list[dict[str, Any]]) -> list[Any]:
     # langchain-openai's own reading of a chat-completions message dict
     from langchain_openai.chat_models.base import _convert_dict_to_message
 

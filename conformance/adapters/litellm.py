@@ -64,12 +64,12 @@ class LiteLLMAdapter(AdapterBase):
 def _turn(ctx: TurnContext) -> None:
     litellm = _litellm()
     tools = openai_tools(ctx.start)
-    messages: list[dict] = list(ctx.start.get("history") or [])
+    messages: list[dict[str, Any]] = list(ctx.start.get("history") or [])
     messages.append({"role": "user", "content": ctx.prompt})
     usage = {"prompt_tokens": 0, "completion_tokens": 0}
     try:
         for step in range(_MAX_STEPS):
-            kwargs: dict = {
+            kwargs: dict[str, Any] = {
                 "model": f"openai/{ctx.model}",
                 "api_base": ctx.req.base_url,
                 "api_key": ctx.req.api_key,

@@ -59,9 +59,9 @@ class OpenAIAgentsAdapter(AdapterBase):
         )
 
 
-def history_items(history: list[dict]) -> list[dict]:
+def history_items(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Chat-completions history as the Agents SDK's input items."""
-    items: list[dict] = []
+    items: list[dict[str, Any]] = []
     for m in history:
         role, content = m.get("role"), m.get("content")
         text = content if isinstance(content, str) else json.dumps(content) if content else ""
@@ -91,7 +91,7 @@ def history_items(history: list[dict]) -> list[dict]:
     return items
 
 
-def _hosted_tool(ctx: TurnContext, spec: dict) -> Any:
+def _hosted_tool(ctx: TurnContext, spec: dict[str, Any]) -> Any:
     from agents import FunctionTool
 
     name = spec["name"]
@@ -110,7 +110,7 @@ def _hosted_tool(ctx: TurnContext, spec: dict) -> Any:
     )
 
 
-def _response_event(response: Any, n: int) -> dict:
+def _response_event(response: Any, n: int) -> dict[str, Any]:
     text, reasoning, calls = "", "", []
     for item in response.output:
         kind = getattr(item, "type", "")
@@ -145,7 +145,8 @@ async def _turn(ctx: TurnContext) -> None:
     )
     seen = {"n": 0, "in": 0, "out": 0}
 
-    class Hooks(RunHooks):
+    # The SDK is read as untyped (pyproject: follow_imports = skip), so RunHooks is Any here.
+    class Hooks(RunHooks):  # type: ignore[misc]
         async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
             ctx.emit(_response_event(response, seen["n"]))
             seen["n"] += 1

@@ -62,11 +62,11 @@ def _turn(ctx: TurnContext) -> None:
     client = make_client(ctx.req)
     ctx.on_cleanup(client.close)
     tools = openai_tools(ctx.start)
-    messages: list[dict] = list(ctx.start.get("history") or [])
+    messages: list[dict[str, Any]] = list(ctx.start.get("history") or [])
     messages.append({"role": "user", "content": ctx.prompt})
     try:
         for step in range(_MAX_STEPS):
-            kwargs: dict = {"model": ctx.model, "messages": messages, "stream": True}
+            kwargs: dict[str, Any] = {"model": ctx.model, "messages": messages, "stream": True}
             if tools:
                 kwargs["tools"] = tools
             text, usage = "", None

@@ -52,7 +52,7 @@ class PydanticAIAdapter(AdapterBase):
         )
 
 
-def history_messages(history: list[dict]) -> list[Any]:
+def history_messages(history: list[dict[str, Any]]) -> list[Any]:
     """Chat-completions history as pydantic-ai messages."""
     from pydantic_ai.messages import (
         ModelRequest,
@@ -88,7 +88,7 @@ def history_messages(history: list[dict]) -> list[Any]:
     return out
 
 
-def _hosted_tool(ctx: TurnContext, spec: dict) -> Any:
+def _hosted_tool(ctx: TurnContext, spec: dict[str, Any]) -> Any:
     from pydantic_ai import RunContext, Tool
 
     name = spec["name"]
@@ -106,7 +106,7 @@ def _hosted_tool(ctx: TurnContext, spec: dict) -> Any:
     )
 
 
-def _response_event(resp: Any, n: int) -> dict:
+def _response_event(resp: Any, n: int) -> dict[str, Any]:
     from pydantic_ai.messages import TextPart, ThinkingPart, ToolCallPart
 
     text = "".join(p.content for p in resp.parts if isinstance(p, TextPart))

@@ -17,6 +17,8 @@ import asyncio
 import threading
 import time
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest
 from conformance.reference import HELLO, Behaviours, run_protocol
@@ -37,11 +39,11 @@ class ReferenceAdapter(AdapterBase):
         return {str(c) for c in HELLO.get("capabilities", [])}
 
     def run(self, req: RunRequest) -> RunOutcome:
-        events: list[dict] = []
-        state: dict = {"status": "error", "error": None, "log": ""}
+        events: list[dict[str, Any]] = []
+        state: dict[str, Any] = {"status": "error", "error": None, "log": ""}
         lock = threading.Lock()
 
-        def emit(event: dict) -> None:
+        def emit(event: dict[str, Any]) -> None:
             ev = dict(event)
             ev["t_ns"] = time.monotonic_ns()
             with lock:
@@ -85,7 +87,9 @@ class ReferenceAdapter(AdapterBase):
             crashed=crashed,
         )
 
-    async def _turn(self, req: RunRequest, emit) -> tuple[str, str | None]:
+    async def _turn(
+        self, req: RunRequest, emit: Callable[[dict[str, Any]], None]
+    ) -> tuple[str, str | None]:
         loop = asyncio.get_running_loop()
         abort = asyncio.Event()
         done = threading.Event()

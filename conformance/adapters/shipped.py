@@ -38,7 +38,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from conformance.adapters.command import kill_group
 from conformance.adapters.interface import (
@@ -72,7 +72,7 @@ from conformance.adapters.warp import (
     preloadable,
     warp_env,
 )
-from conformance.guard import LoopbackGuard
+from conformance.guard import GuardedProcess, LoopbackGuard
 
 # The profile's names and the parsers' are re-exported: the adapter is where users look first.
 __all__ = [
@@ -96,7 +96,7 @@ _INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
 _MAX_LOG = 1_000_000
 
 
-def _drain(pipe, sink: bytearray, cap: int) -> None:
+def _drain(pipe: IO[bytes], sink: bytearray, cap: int) -> None:
     try:
         while True:
             chunk = pipe.read1(65536) if hasattr(pipe, "read1") else pipe.read(65536)
@@ -130,7 +130,7 @@ class ShippedAdapter(AdapterBase):
         )
         self.last_guard: dict[str, Any] = {}
         self.last_pgid: int | None = None
-        self.outside_attempts: list[dict] = []  # every attempt of this adapter's lifetime
+        self.outside_attempts: list[dict[str, Any]] = []  # every attempt of this adapter's lifetime
         self._lock = threading.Lock()
         # The fast clock: the speeds asked (this argument, else $CONFORMANCE_TIME_WARP, else the
         # profile's list; 1 is real time), tried in order by conformance.calibration, which
@@ -188,7 +188,11 @@ class ShippedAdapter(AdapterBase):
             self.clock.trial = speed
 
     def use_clock(
-        self, speed: float | None, timing_speed: float | None, calibrations: dict, note: str
+        self,
+        speed: float | None,
+        timing_speed: float | None,
+        calibrations: dict[float, Any],
+        note: str,
     ) -> None:
         """The calibration's word: the speeds to run at (None: real time), and why."""
         if self.clock is not None:
@@ -248,7 +252,7 @@ class ShippedAdapter(AdapterBase):
             )
         return str(path)
 
-    def _values(self, req: RunRequest, home: Path, config_home: Path, binp: str) -> dict:
+    def _values(self, req: RunRequest, home: Path, config_home: Path, binp: str) -> dict[str, str]:
         config = req.start.get("config") or {}
         return {
             "prompt": str(req.start.get("prompt", "")),
@@ -286,7 +290,9 @@ class ShippedAdapter(AdapterBase):
         config = req.start.get("config") or {}
         return {k: m for k, m in self.profile.config_carried.items() if _applies(k, config)}
 
-    def _write_files(self, values: dict, roots: dict[str, Path], specs: list[dict]) -> None:
+    def _write_files(
+        self, values: dict[str, str], roots: dict[str, Path], specs: list[dict[str, Any]]
+    ) -> None:
         for spec in specs:
             root = roots[spec["root"]]
             target = (root / render(spec["path"], values)).resolve()
@@ -310,7 +316,7 @@ class ShippedAdapter(AdapterBase):
 
     def _start(self, req: RunRequest) -> RunOutcome:
         key = req.api_key
-        hello = {
+        hello: dict[str, Any] = {
             "type": "hello",
             "agent": self.profile.package,
             "version": self.profile.version,
@@ -321,7 +327,7 @@ class ShippedAdapter(AdapterBase):
         warp = self.clock.warp_for(scale) if self.clock else None
         if warp is not None:
             hello["time_warp"] = warp.speed
-        events: list[dict] = [hello]
+        events: list[dict[str, Any]] = [hello]
         asked = str(req.start.get("dialect") or "openai_chat")
         if asked != self.profile.dialect:
             # The agent speaks one wire API whatever we ask: judging it as another would mislead.
@@ -385,12 +391,19 @@ class ShippedAdapter(AdapterBase):
                 hello["mcp"] = {"endpoint": values["mcp_endpoint"], "how": _how(mcp, values)}
             return self._run(req, argv, env, events, hello, warp)
 
-    def _run(self, req, argv, env, events, hello, warp: Warp | None = None) -> RunOutcome:
+    def _run(
+        self,
+        req: RunRequest,
+        argv: list[str],
+        env: dict[str, str],
+        events: list[dict[str, Any]],
+        hello: dict[str, Any],
+        warp: Warp | None = None,
+    ) -> RunOutcome:
         key = req.api_key
         port = _port_of(req.base_url)
         guard = LoopbackGuard(use_netns=self.use_netns, forward_ports=(port,) if port else ())
         out, err = bytearray(), bytearray()
-        status, error = "error", None
         began = time.monotonic()
         try:
             if warp is not None and req.agent_clock is not None:
@@ -398,42 +411,16 @@ class ShippedAdapter(AdapterBase):
                 # HTTP-dates run that much ahead of it (about a millisecond times the speed).
                 req.agent_clock(time.time(), warp.speed)
             try:
-                gp = guard.popen(
-                    argv,
-                    env=env,
-                    cwd=str(req.workdir),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    start_new_session=True,
-                )
+                gp = _spawn(guard, argv, env, req)
             except (OSError, RuntimeError) as exc:
                 return RunOutcome(
                     "error", events, hello, "", redact(f"cannot start {argv[0]!r}: {exc}", key)
                 )
             proc = gp.proc
             self.last_pgid = proc.pid
-            readers = [
-                threading.Thread(
-                    target=_drain, args=(proc.stdout, out, 10 * _MAX_LOG), daemon=True
-                ),
-                threading.Thread(target=_drain, args=(proc.stderr, err, _MAX_LOG), daemon=True),
-            ]
-            for t in readers:
-                t.start()
+            readers = _start_readers(proc, out, err)
             try:
-                # The profile's floor is in the agent's seconds: on a fast clock, fewer real ones;
-                # but its start and its own work are not sped up: they get real seconds.
-                floor = self.profile.min_deadline_s / (warp.speed if warp else 1.0)
-                limit = max(req.deadline_s, floor) + (WARP_ALLOWANCE_S if warp else 0.0)
-                abort = (self.profile.drive.get("abort") or {}).get("signal")
-                sent: list[float] = []
-                rc = _wait(proc, req, limit, getattr(signal, abort) if abort else None, sent)
-                if sent:
-                    hello.setdefault("driven", {})["abort"] = (
-                        f"{abort} sent to the agent's process group when the abort fired, "
-                        f"{sent[0] - began:.2f} s into the run"
-                    )
+                rc, limit = self._wait_driven(proc, req, warp, hello, began)
             finally:
                 # Also on Ctrl-C / SIGTERM: no agent (nor its children) outlives the run.
                 kill_group(proc)
@@ -441,36 +428,7 @@ class ShippedAdapter(AdapterBase):
             for t in readers:
                 t.join(2)
             stdout = out.decode("utf-8", errors="replace")
-            if rc is None:
-                status = "timeout"
-                error = f"the agent did not exit within {limit:g} s (process group killed)"
-                # What it printed before the kill stays in the results (no turn_end: it never
-                # ended its turn).
-                try:
-                    for e in parse_output(self.profile.output, stdout):
-                        e["t_ns"] = time.monotonic_ns()
-                        events.append(e)
-                except ValueError:
-                    pass
-            else:
-                parsed = parse_output(self.profile.output, stdout)
-                for e in parsed:
-                    e["t_ns"] = time.monotonic_ns()
-                events.extend(parsed)
-                if rc != 0:
-                    if not any(e["type"] == "error" for e in parsed):
-                        tail = err.decode("utf-8", errors="replace").strip().splitlines()[-3:]
-                        ev = error_event(" | ".join(tail) or f"exit status {rc}")
-                        ev["t_ns"] = time.monotonic_ns()
-                        events.append(ev)
-                    events.append(
-                        {"type": "turn_end", "reason": "error", "t_ns": time.monotonic_ns()}
-                    )
-                else:
-                    events.append(
-                        {"type": "turn_end", "reason": "completed", "t_ns": time.monotonic_ns()}
-                    )
-                status = "ran"
+            status, error = self._read_output(rc, limit, stdout, err, events)
             attempts = guard.attempts()
             guard_info = {"netns": gp.netns, "note": gp.netns_note}
         finally:
@@ -497,6 +455,94 @@ class ShippedAdapter(AdapterBase):
             error=redact(error, key) if error else None,
             outside_attempts=attempts,
         )
+
+    def _wait_driven(
+        self,
+        proc: subprocess.Popen[bytes],
+        req: RunRequest,
+        warp: Warp | None,
+        hello: dict[str, Any],
+        began: float,
+    ) -> tuple[int | None, float]:
+        """Wait for the agent's exit (None: the deadline passed first) under the run's limit,
+        which is also returned; the scenario's abort is sent as the profile's signal, and
+        recorded in the hello's ``driven`` once sent."""
+        # The profile's floor is in the agent's seconds: on a fast clock, fewer real ones;
+        # but its start and its own work are not sped up: they get real seconds.
+        floor = self.profile.min_deadline_s / (warp.speed if warp else 1.0)
+        limit = max(req.deadline_s, floor) + (WARP_ALLOWANCE_S if warp else 0.0)
+        abort = (self.profile.drive.get("abort") or {}).get("signal")
+        sent: list[float] = []
+        rc = _wait(proc, req, limit, getattr(signal, abort) if abort else None, sent)
+        if sent:
+            hello.setdefault("driven", {})["abort"] = (
+                f"{abort} sent to the agent's process group when the abort fired, "
+                f"{sent[0] - began:.2f} s into the run"
+            )
+        return rc, limit
+
+    def _read_output(
+        self,
+        rc: int | None,
+        limit: float,
+        stdout: str,
+        err: bytearray,
+        events: list[dict[str, Any]],
+    ) -> tuple[str, str | None]:
+        """Append the events the agent's output maps to (and its ``turn_end``, when it exited)
+        to ``events``; the run's status and error."""
+        if rc is None:
+            # What it printed before the kill stays in the results (no turn_end: it never
+            # ended its turn).
+            try:
+                for e in parse_output(self.profile.output, stdout):
+                    e["t_ns"] = time.monotonic_ns()
+                    events.append(e)
+            except ValueError:
+                pass
+            return "timeout", f"the agent did not exit within {limit:g} s (process group killed)"
+        parsed = parse_output(self.profile.output, stdout)
+        for e in parsed:
+            e["t_ns"] = time.monotonic_ns()
+        events.extend(parsed)
+        if rc != 0:
+            if not any(e["type"] == "error" for e in parsed):
+                tail = err.decode("utf-8", errors="replace").strip().splitlines()[-3:]
+                ev = error_event(" | ".join(tail) or f"exit status {rc}")
+                ev["t_ns"] = time.monotonic_ns()
+                events.append(ev)
+            events.append({"type": "turn_end", "reason": "error", "t_ns": time.monotonic_ns()})
+        else:
+            events.append({"type": "turn_end", "reason": "completed", "t_ns": time.monotonic_ns()})
+        return "ran", None
+
+
+def _spawn(
+    guard: LoopbackGuard, argv: list[str], env: dict[str, str], req: RunRequest
+) -> GuardedProcess:
+    """Start the agent under ``guard`` in its own session (process group), output piped."""
+    return guard.popen(
+        argv,
+        env=env,
+        cwd=str(req.workdir),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def _start_readers(
+    proc: subprocess.Popen[bytes], out: bytearray, err: bytearray
+) -> list[threading.Thread]:
+    """Threads draining the agent's stdout into ``out`` and its stderr into ``err`` (capped)."""
+    readers = [
+        threading.Thread(target=_drain, args=(proc.stdout, out, 10 * _MAX_LOG), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stderr, err, _MAX_LOG), daemon=True),
+    ]
+    for t in readers:
+        t.start()
+    return readers
 
 
 def mcp_endpoint(start: dict[str, Any]) -> str:
@@ -533,7 +579,7 @@ def _ms(seconds: object) -> str:
     return str(round(seconds * 1000))
 
 
-def _applies(when: str | dict | None, config: dict) -> bool:
+def _applies(when: str | dict[str, Any] | None, config: dict[str, Any]) -> bool:
     """Whether a drive's ``when`` holds for the run's config (absent: always)."""
     if not when:
         return True
@@ -559,7 +605,7 @@ def _how(mapping: dict[str, Any], values: dict[str, str]) -> str:
 
 
 def _wait(
-    proc: subprocess.Popen,
+    proc: subprocess.Popen[bytes],
     req: RunRequest,
     limit: float | None = None,
     abort_signal: int | None = None,

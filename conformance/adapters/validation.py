@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
@@ -23,7 +24,7 @@ def schema_for(msg_type: str) -> Draft202012Validator | None:
     return Draft202012Validator(json.loads(path.read_text(encoding="utf-8")))
 
 
-def validate_message(msg: dict) -> str | None:
+def validate_message(msg: dict[str, Any]) -> str | None:
     """None if `msg` is valid, else a short description naming the offending field."""
     msg_type = msg.get("type")
     if not isinstance(msg_type, str):
@@ -38,7 +39,7 @@ def validate_message(msg: dict) -> str | None:
     return f"field {where!r}: {err.message}"
 
 
-def validate_event(event: dict) -> str | None:
+def validate_event(event: dict[str, Any]) -> str | None:
     """Like validate_message, for agent → harness events (harness-only types rejected)."""
     if event.get("type") in ("start", "abort"):
         return f"field 'type': {event['type']!r} is a harness -> agent message"

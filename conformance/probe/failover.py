@@ -169,7 +169,7 @@ def failover_document(
         "totals": totals,
         "cases": cases,
     }
-    clean = scrub(doc, [target.key, *target.secrets])
+    clean: dict[str, Any] = scrub(doc, [target.key, *target.secrets])  # same shape as doc
     # The probe's own words (verdicts, ids) are never a secret's echo: keep them as written.
     for c, o in zip(clean["cases"], cases, strict=True):
         c.update({k: o[k] for k in ("id", "verdict", "kind")})

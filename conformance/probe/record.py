@@ -84,7 +84,7 @@ def recording(
         "prompt": "probe",
         "script": steps,
     }
-    clean = scrub(sc, secrets)
+    clean: dict[str, Any] = scrub(sc, secrets)  # scrub keeps the document's shape
     # What the probe itself wrote (the id, markers, the dialect, how a body ended) is put back
     # as it was: a short secret value must not garble the scenario, only the recorded bytes.
     clean["id"] = scenario_id
