@@ -227,11 +227,42 @@ class Evidence:
         entries = [e for e in self.journal["entries"] if _is_chat(e)]
         return sorted(entries, key=lambda e: (e.get("t_arrival_ns", 0), e.get("seq", 0)))
 
+    # --- the scenario, as the checks read it (one home for its optional parts) --------------
+    @property
+    def config(self) -> dict[str, Any]:
+        """The scenario's ``config`` (empty when it sets none)."""
+        return dict(self.scenario.get("config") or {})
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The messages the scenario gave before the prompt (``history``)."""
+        return [m for m in self.scenario.get("history") or [] if isinstance(m, dict)]
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The hosted tools the scenario offered."""
+        return [t for t in self.scenario.get("tools") or [] if isinstance(t, dict)]
+
+    @property
+    def prompt(self) -> str:
+        return str(self.scenario.get("prompt") or "")
+
+    @property
+    def script(self) -> list[dict[str, Any]]:
+        """The scenario's script steps, as written."""
+        return [s for s in self.scenario.get("script") or [] if isinstance(s, dict)]
+
+    @property
+    def abort_step(self) -> int | None:
+        """The script step whose headers the user's abort follows (None: no abort)."""
+        step = (self.scenario.get("abort") or {}).get("when_step")
+        return int(step) if step is not None else None
+
     def is_compaction(self, entry: Entry) -> bool:
         """Whether a chat attempt is a compaction request, in the agent's own words: the one
         rule the gateway matches scenario steps by (``fakes.compaction``), the scenario's prompt
         left out of the words it looks for."""
-        return is_compaction(entry.get("body") or {}, str(self.scenario.get("prompt") or ""))
+        return is_compaction(entry.get("body") or {}, self.prompt)
 
     def bodies(self) -> list[dict[str, Any]]:
         """The parsed bodies of the chat attempts, in order."""

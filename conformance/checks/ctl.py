@@ -16,7 +16,7 @@ __all__: list[str] = []
 def check_ctl_01(ev: Evidence) -> Finding:
     """After the user abort, no chat request and no tool call reaches the gateway."""
     expected = "after the abort, no further request: no retry, fallback or continuation"
-    step = (ev.scenario.get("abort") or {}).get("when_step")
+    step = ev.abort_step
     if step is None:
         return not_applicable(expected, "the scenario has no abort")
     chat = ev.chat()

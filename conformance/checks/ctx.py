@@ -202,9 +202,9 @@ def check_ctx_02(ev: Evidence) -> Finding:
 def check_ctx_03(ev: Evidence) -> Finding:
     """Every request pairs each tool call with a result; unpaired history calls are repaired."""
     expected = "every tool call in a request is followed by its result (placeholders for gaps)"
-    history = ev.scenario.get("history") or []
+    history = ev.history
     gaps = unpaired_calls(history)
-    training = bool((ev.scenario.get("config") or {}).get("training_data_mode"))
+    training = bool(ev.config.get("training_data_mode"))
     main = _main(ev)
     for e in main:
         missing = unpaired_calls(_messages(e))
@@ -264,9 +264,9 @@ def check_ctx_03(ev: Evidence) -> Finding:
 def check_ctx_04(ev: Evidence) -> Finding:
     """In training-data mode, no placeholder result is fabricated for an unpaired call."""
     expected = "training-data mode: no request carries a fabricated result for an unpaired call"
-    if not (ev.scenario.get("config") or {}).get("training_data_mode"):
+    if not ev.config.get("training_data_mode"):
         return not_applicable(expected, "training_data_mode is not set")
-    gaps = set(unpaired_calls(ev.scenario.get("history") or []))
+    gaps = set(unpaired_calls(ev.history))
     if not gaps:
         return not_applicable(expected, "the history has no tool call without a result")
     main = _main(ev)

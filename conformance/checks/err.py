@@ -86,7 +86,7 @@ def _ended_in_api_error(
     that asks for one), that fails last does not end the turn in error. ``completed_too``: a turn the agent reported as
     completed although its last request failed ended on that error all the same.
     """
-    titles = bool((ev.scenario.get("config") or {}).get("background_title"))
+    titles = bool(ev.config.get("background_title"))
     chat = [e for e in ev.chat() if not ev.is_compaction(e) and not (titles and background(e))]
     if not chat:
         return None, "no chat request in this run"
@@ -137,7 +137,7 @@ def check_err_01(ev: Evidence) -> Finding:
 def check_err_03(ev: Evidence) -> Finding:
     """With a stop hook configured, no hook call follows a turn that ended in an API error."""
     expected = "no stop_hook call after a turn that ended in an API error"
-    if not (ev.scenario.get("config") or {}).get("stop_hook"):
+    if not ev.config.get("stop_hook"):
         return not_applicable(expected, "no stop hook configured")
     last, why = _ended_in_api_error(ev)
     if last is None:
@@ -162,7 +162,7 @@ _RETRY_WORDS = re.compile(r"\b(retr(y|ies|ied|ying)|attempts)\b")
 def _actions(ev: Evidence) -> dict[str, Callable[[str], bool]]:
     """Recovery actions seen on the wire -> a test the error's (lower-cased) text must pass."""
     chat = ev.chat()
-    fb = str((ev.scenario.get("config") or {}).get("fallback_model") or "")
+    fb = str(ev.config.get("fallback_model") or "")
     acts: dict[str, Callable[[str], bool]] = {}
     for prev, cur in zip(chat, chat[1:], strict=False):
         if ev.is_compaction(prev) or ev.is_compaction(cur) or not is_failed(prev):

@@ -211,7 +211,7 @@ def check_lop_02(ev: Evidence) -> Finding:
 @check("LOP-03", final=True)
 def check_lop_03(ev: Evidence) -> Finding:
     """With config.max_tool_calls, no more tool calls run and the turn stops at the cap."""
-    cap = (ev.scenario.get("config") or {}).get("max_tool_calls")
+    cap = ev.config.get("max_tool_calls")
     expected = (
         f"at most max_tool_calls={cap} tools run in the turn; once the model asks for more, no "
         "further request offers tools and the turn ends"

@@ -78,7 +78,7 @@ def private_paths(obj: Any, path: str = "") -> list[str]:
 
 
 def _fallback(ev: Evidence) -> str | None:
-    fb = (ev.scenario.get("config") or {}).get("fallback_model")
+    fb = ev.config.get("fallback_model")
     return str(fb) if fb else None
 
 
@@ -231,7 +231,7 @@ def check_mfb_04(ev: Evidence) -> Finding:
     if not to_fb:
         return not_applicable(expected, "no request used the fallback model")
     before = [p for e in chat if _model(e) != fb for p in private_paths(_messages(e))]
-    history = private_paths(ev.scenario.get("history") or [])
+    history = private_paths(ev.history)
     if not before and not history:
         return not_applicable(expected, "the history held no vendor-private field to strip")
     for e in to_fb:

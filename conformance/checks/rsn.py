@@ -147,7 +147,7 @@ def check_rsn_03(ev: Evidence) -> Finding:
                     expected, f"seq {e.get('seq')} message {i} is an empty assistant turn"
                 )
     chances = []
-    hist = [m for m in ev.scenario.get("history") or [] if isinstance(m, dict)]
+    hist = ev.history
     if any(_empty_assistant(m) for m in hist):
         chances.append("an empty assistant turn in the history")
     n = sum(

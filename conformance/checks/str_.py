@@ -159,7 +159,7 @@ def _reshaped_left(ev: Evidence, chat: list[ChatEntry]) -> ChatEntry | None:
     """The first stream whose fault only reshaped its delivery that the agent left before the
     wire carried its finish, in a run with no user abort: a client that chokes on how the bytes
     came (a parse error on a cut line) must not escape by hanging up."""
-    if ev.scenario.get("abort") or ev.turn_ends()[-1].get("reason") == "aborted":
+    if ev.abort_step is not None or ev.turn_ends()[-1].get("reason") == "aborted":
         return None  # an abort may be what ended it
     for e in chat:
         fault = FAULTS.get(e.get("fault") or "")
@@ -305,7 +305,7 @@ def _step_fault(ev: Evidence, entry: ChatEntry, name: str) -> dict[str, Any]:
     if entry.get("fault") == name and isinstance(params, dict):
         return params
     step = entry.get("step")
-    script = ev.scenario.get("script") or []
+    script = ev.script
     if not isinstance(step, int) or not 0 <= step < len(script):
         return {}
     params = ((script[step] or {}).get("fault") or {}).get(name)
@@ -409,7 +409,7 @@ def _tokens(usage: dict[str, int]) -> str:
 def check_str_12(ev: Evidence) -> Finding:
     """With stream_fallback off, a broken stream is not resent without streaming."""
     expected = "with config stream_fallback: false, a broken stream gets no non-streaming resend"
-    if (ev.scenario.get("config") or {}).get("stream_fallback") is not False:
+    if ev.config.get("stream_fallback") is not False:
         return not_applicable(expected, "the scenario does not switch the fallback off")
     chat = ev.chat()
     judged = 0

@@ -136,7 +136,7 @@ def check_str_02(ev: Evidence) -> Finding:
 def check_str_04(ev: Evidence) -> Finding:
     """After the user aborts a stream, the request is not sent again (no fallback)."""
     expected = "a stream the user aborted is not resent (no non-streaming fallback)"
-    step = (ev.scenario.get("abort") or {}).get("when_step")
+    step = ev.abort_step
     if not isinstance(step, int):
         return not_applicable(expected, "the scenario has no user abort")
     chat = ev.chat()

@@ -413,7 +413,7 @@ def repaired_arguments(call_args: str, schema: dict[str, Any] | None) -> dict[st
 def tool_schemas(ev: Evidence) -> dict[str, dict[str, Any]]:
     return {
         t["name"]: t.get("parameters") or {}
-        for t in ev.scenario.get("tools") or []
+        for t in ev.tools
         if isinstance(t, dict) and t.get("name")
     }
 

@@ -89,7 +89,7 @@ def _suggests(close: str, names: list[str], out: str) -> bool:
 @check("TOL-01", final=True)
 def check_tol_01(ev: Evidence) -> Finding:
     """An unknown tool's result says so, lists the tools and suggests the closest name."""
-    names = [t.get("name") for t in ev.scenario.get("tools") or [] if t.get("name")]
+    names = [str(t["name"]) for t in ev.tools if t.get("name")]
     expected = "the unknown tool's result names it, every available tool, and the closest match"
     if not names:
         return not_applicable(expected, "the scenario offers no tools")
@@ -294,7 +294,7 @@ def check_tol_04(ev: Evidence) -> Finding:
 
     At the limit: not before it by more than the run's slack, not after it by more than
     ``LIMIT_LATE_SHARE`` of it plus the late slack."""
-    limit = (ev.scenario.get("config") or {}).get("tool_timeout_s")
+    limit = ev.config.get("tool_timeout_s")
     expected = (
         f"a tool still running at the limit ({limit} s) is stopped then, and its result says "
         "it timed out, stating the limit"

@@ -154,7 +154,7 @@ def check_trn_04(ev: Evidence) -> Finding:
         f"{MAX_RECOVERIES}rd ends the turn with an error"
     )
     chat = ev.chat()
-    prompt = ev.scenario.get("prompt")
+    prompt = ev.prompt
     at_cap = given_up = None
     for i, e in enumerate(chat):
         k = _trailing_continuations(e.get("body") or {}, prompt)
@@ -209,7 +209,7 @@ def check_trn_03(ev: Evidence) -> Finding:
         "their results and then the continuation message, last"
     )
     chat = ev.chat()
-    hosted = {t.get("name") for t in ev.scenario.get("tools") or [] if isinstance(t, dict)}
+    hosted = {t.get("name") for t in ev.tools if isinstance(t, dict)}
     judged = []
     for i, e in enumerate(chat):
         if not tool_truncation(e):
@@ -350,7 +350,7 @@ def check_trn_06(ev: Evidence) -> Finding:
 def check_trn_07(ev: Evidence) -> Finding:
     """At the default limit with no user override, a length finish first resends the same
     messages with a larger output limit; with an override, the limit is not raised."""
-    user = (ev.scenario.get("config") or {}).get("max_output_tokens")
+    user = ev.config.get("max_output_tokens")
     chat = ev.chat()
     first = next((i for i, e in enumerate(chat) if plain_truncation(e)), None)
     if user is not None:
@@ -426,7 +426,7 @@ def check_trn_08(ev: Evidence) -> Finding:
 
 
 def _step_truncates(ev: Evidence, step: int | None) -> bool:
-    script = ev.scenario.get("script") or []
+    script = ev.script
     if step is None or not 0 <= step < len(script):
         return False
     s = script[step] or {}
@@ -439,7 +439,7 @@ def _step_truncates(ev: Evidence, step: int | None) -> bool:
 def check_trn_09(ev: Evidence) -> Finding:
     """A user abort while a truncation is being recovered stops the recursion."""
     expected = "after a user abort during truncation recovery, no further request is sent"
-    step = (ev.scenario.get("abort") or {}).get("when_step")
+    step = ev.abort_step
     if step is None:
         return not_applicable(expected, "the scenario has no abort")
     chat = ev.chat()
