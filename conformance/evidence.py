@@ -160,7 +160,8 @@ class Evidence:
     """Everything one scenario run left behind, with read helpers for the checks."""
 
     scenario: dict[str, Any]
-    journal: Journal
+    # The journal as recorded: what was on the wire, in the run's dialect.
+    raw_journal: Journal
     events: list[dict[str, Any]] = field(default_factory=list)
     time_scale: float = 1.0
     capabilities: set[str] = field(default_factory=set)
@@ -180,17 +181,17 @@ class Evidence:
     # journal's monotonic clock: how long a silence lasted that no request ended. None when
     # unknown (evidence built by hand).
     stopped_ns: int | None = None
-    # The journal as recorded (what was on the wire); ``journal`` is its chat-completions view.
-    raw_journal: Journal = field(init=False, repr=False)
+    # Its chat-completions view, which the checks read: entries of other dialects translated
+    # (conformance.canon), the same dicts' shape.
+    journal: Journal = field(init=False, repr=False)
     _tools: list[ToolEntry] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.journal, dict) or not isinstance(self.journal.get("entries"), list):
-            raise ValueError("Evidence.journal must be a dict with an 'entries' list")
-        # Checks read one shape: entries of other dialects are translated (conformance.canon).
-        self.raw_journal = self.journal
+        raw = self.raw_journal
+        if not isinstance(raw, dict) or not isinstance(raw.get("entries"), list):
+            raise ValueError("Evidence.raw_journal must be a dict with an 'entries' list")
         # canonical_journal keeps the journal's shape: plain dicts in, plain dicts out.
-        self.journal = cast(Journal, canonical_journal(cast(dict[str, Any], self.journal)))
+        self.journal = cast(Journal, canonical_journal(cast(dict[str, Any], raw)))
         if not self.time_scale or self.time_scale <= 0:
             raise ValueError(f"Evidence.time_scale must be > 0, got {self.time_scale!r}")
         self._tools = tool_executions(self.journal["entries"])

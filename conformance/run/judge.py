@@ -217,7 +217,7 @@ def evidence_of(
     nowhere (the run's API key; ``[REDACTED]`` when re-judging a saved, redacted record)."""
     return Evidence(
         scenario=scenario.raw,
-        journal=drive.journal,
+        raw_journal=drive.journal,
         events=drive.judged_events,
         time_scale=drive.time_scale,
         capabilities=set(admission.capabilities),

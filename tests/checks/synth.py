@@ -74,7 +74,7 @@ class Journal:
     def evidence(self, events: list[dict[str, Any]] | None = None, **kw: Any) -> Evidence:
         return Evidence(
             scenario=kw.pop("scenario", {"id": "synthetic"}),
-            journal={"session": "s", "time_scale": self.scale, "entries": self.entries},
+            raw_journal={"session": "s", "time_scale": self.scale, "entries": self.entries},
             events=events or [],
             time_scale=self.scale,
             **kw,
@@ -108,7 +108,7 @@ def cut(ev: Evidence, at_ns: int, *, in_flight: str = "none") -> Evidence:
     ]
     return Evidence(
         scenario=ev.scenario,
-        journal={**ev.raw_journal, "entries": entries},
+        raw_journal={**ev.raw_journal, "entries": entries},
         events=events,
         time_scale=ev.time_scale,
         capabilities=ev.capabilities,

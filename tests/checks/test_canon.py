@@ -365,7 +365,7 @@ def test_evidence_reads_canonical_and_keeps_raw(gw: SyncGateway) -> None:
     with httpx.Client(timeout=5) as c:
         send(c, s, ANT, user_body(ANT, "hi", True))
     journal = settled(s, 1)
-    ev = Evidence(scenario={"id": "x"}, journal=journal)
+    ev = Evidence(scenario={"id": "x"}, raw_journal=journal)
     assert ev.raw_journal is journal
     assert ev.chat()[0]["body"]["messages"] == [{"role": "user", "content": "hi"}]
     assert ev.chat()[0]["raw"]["body"]["messages"] == [{"role": "user", "content": "hi"}]
@@ -639,7 +639,7 @@ def _run(
             send(c, s, dialect, body)
             if i < len(waits) and waits[i]:
                 time.sleep(waits[i] * scale)
-    return Evidence(scenario=sc.raw, journal=settled(s, len(bodies)), time_scale=scale)
+    return Evidence(scenario=sc.raw, raw_journal=settled(s, len(bodies)), time_scale=scale)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -792,7 +792,7 @@ def _naive(gw: SyncGateway, path: Path, dialect: str) -> dict[str, str]:
     with httpx.Client(timeout=5) as c:
         for stream in (True, False, True, False):
             send(c, s, dialect, user_body(dialect, sc.prompt or "hi", stream))
-    ev = Evidence(scenario=sc.raw, journal=settled(s, 4), time_scale=1.0)
+    ev = Evidence(scenario=sc.raw, raw_journal=settled(s, 4), time_scale=1.0)
     gw.drop_session(s.id)
     return {cid: run_check(cid, ev).outcome for cid in CHECKS}
 
@@ -877,7 +877,7 @@ def test_tol06_pairing_each_dialect(gw: SyncGateway, dialect: str) -> None:
         with httpx.Client(timeout=5) as c:
             send(c, s, dialect, user_body(dialect, "hi", True))
             send(c, s, dialect, _follow_up(dialect, answered))
-        return Evidence(scenario=sc, journal=settled(s, 2))
+        return Evidence(scenario=sc, raw_journal=settled(s, 2))
 
     f = run_check("TOL-06", run(["call_a", "call_b"]))
     assert f.outcome == "pass", f.observed

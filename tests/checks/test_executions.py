@@ -80,7 +80,7 @@ def _status(t: Any) -> Any:
 
 
 def _executions(s: Any) -> list[tuple[Any, ...]]:
-    ev = Evidence(scenario=_scenario(), journal=s.journal())
+    ev = Evidence(scenario=_scenario(), raw_journal=s.journal())
     return [
         (t["tool"], t["call_id"], t["arguments"], t["behaviour"], host_output(t), _status(t))
         for t in ev.tool_entries()
@@ -116,7 +116,7 @@ def test_a_call_the_tool_never_ran_keeps_its_name_and_the_answer_as_sent(session
     with httpx.Client(timeout=5.0) as c:
         _chat(c, s)
         _over_mcp(c, s)
-    ev = Evidence(scenario=sc, journal=s.journal())
+    ev = Evidence(scenario=sc, raw_journal=s.journal())
     first = ev.tool_entries()[0]
     assert (first["tool"], first["behaviour"], first["call_id"]) == ("write_file", None, "call_a")
     assert (first["response"] or {}).get("status") == 502

@@ -79,7 +79,7 @@ def wire(fake_gateway: Any) -> Any:  # noqa: F811
         s = make(_scenario(mcp_faults))
         with httpx.Client(timeout=5.0) as c:
             steps(_Client(c, s))
-        return Evidence(scenario=_scenario(mcp_faults), journal=s.journal(), events=DONE)
+        return Evidence(scenario=_scenario(mcp_faults), raw_journal=s.journal(), events=DONE)
 
     yield drive
     next(made, None)
@@ -174,7 +174,7 @@ def _after_abort(wire: Any, then: Callable[[_Client], None]) -> Any:
 
     ev = wire([], steps)
     scenario = {**_scenario([]), "criteria": ["CTL-01"], "abort": {"when_step": 0}}
-    return run_check("CTL-01", Evidence(scenario=scenario, journal=ev.raw_journal, events=DONE))
+    return run_check("CTL-01", Evidence(scenario=scenario, raw_journal=ev.raw_journal, events=DONE))
 
 
 def test_ctl_01_fails_a_tool_called_over_mcp_after_the_abort(wire: Any) -> None:

@@ -210,7 +210,7 @@ def test_check_for_and_run_check() -> None:
     with pytest.raises(KeyError, match="NOPE-01"):
         check_for("NOPE-01")
     assert (
-        run_check("RTY-04", Evidence(scenario={}, journal={"entries": []})).outcome
+        run_check("RTY-04", Evidence(scenario={}, raw_journal={"entries": []})).outcome
         == "not_applicable"
     )
 

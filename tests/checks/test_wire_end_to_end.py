@@ -38,7 +38,7 @@ def _run(gw: SyncGateway, stem: str, delays: list[float]) -> Evidence:
             if r.status_code == 200 or i == len(delays):
                 break
             time.sleep(delays[i] * SCALE)
-    return Evidence(scenario={"id": sc.id}, journal=s.journal(), time_scale=SCALE)
+    return Evidence(scenario={"id": sc.id}, raw_journal=s.journal(), time_scale=SCALE)
 
 
 def test_rty01_on_the_wire(gateway: SyncGateway) -> None:
