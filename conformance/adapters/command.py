@@ -25,8 +25,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest, as_status, redact
 
@@ -63,7 +64,7 @@ def resolve_paths(argv: list[str], cwd: Path) -> list[str]:
     return out
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process group of `proc` (its own session); ignore if already gone."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -75,7 +76,7 @@ def kill_group(proc: subprocess.Popen) -> None:
 class _Reader:
     """Drains the agent's stdout (lines) and stderr (bytes) on daemon threads."""
 
-    def __init__(self, proc: subprocess.Popen, max_line: int, max_stdout: int, max_log: int):
+    def __init__(self, proc: subprocess.Popen[bytes], max_line: int, max_stdout: int, max_log: int):
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.stdout_overflow = False
         self.line_too_long = False
@@ -149,6 +150,25 @@ class _Reader:
             t.join(max(0.0, end - time.monotonic()))
 
 
+@dataclass
+class _Turn:
+    """What the agent's stdout has given so far in one run, and how the reading ended."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    hello: dict[str, Any] | None = None
+    status: str = "error"
+    error: str | None = None
+    crashed: bool = False
+    lineno: int = 0
+
+    def no_turn_end(self, req: RunRequest) -> str:
+        last = self.events[-1].get("type") if self.events else "none"
+        return (
+            f"no turn_end within {req.deadline_s:g} s ({len(self.events)} events received; "
+            f"last: {last})"
+        )
+
+
 class CommandAdapter(AdapterBase):
     """Drive the command `command` (a shell-like string, split with shlex) as an agent."""
 
@@ -161,7 +181,7 @@ class CommandAdapter(AdapterBase):
         max_line_bytes: int = 1_000_000,
         max_stdout_bytes: int = 10_000_000,
         max_log_bytes: int = 1_000_000,
-        validate: Callable[[dict], str | None] | None = None,
+        validate: Callable[[dict[str, Any]], str | None] | None = None,
     ) -> None:
         self.argv = resolve_paths(shlex.split(command), Path.cwd())
         if not self.argv:
@@ -189,7 +209,7 @@ class CommandAdapter(AdapterBase):
             env["SSL_CERT_FILE"] = ca_file
         return env
 
-    def _spawn(self, req: RunRequest) -> subprocess.Popen:
+    def _spawn(self, req: RunRequest) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
             self.argv,
             cwd=str(req.workdir),
@@ -203,7 +223,7 @@ class CommandAdapter(AdapterBase):
         return proc
 
     @staticmethod
-    def _write(proc: subprocess.Popen, msg: dict) -> bool:
+    def _write(proc: subprocess.Popen[bytes], msg: dict[str, Any]) -> bool:
         try:
             assert proc.stdin is not None
             proc.stdin.write((json.dumps(msg) + "\n").encode())
@@ -213,7 +233,7 @@ class CommandAdapter(AdapterBase):
             return False
 
     @staticmethod
-    def _close_stdin(proc: subprocess.Popen) -> None:
+    def _close_stdin(proc: subprocess.Popen[bytes]) -> None:
         try:
             if proc.stdin:
                 proc.stdin.close()
@@ -250,10 +270,6 @@ class CommandAdapter(AdapterBase):
 
     def _run(self, req: RunRequest, *, probe: bool) -> RunOutcome:
         key = req.api_key
-        events: list[dict] = []
-        hello: dict | None = None
-        status, error = "error", None
-        crashed = False
         try:
             proc = self._spawn(req)
         except OSError as exc:
@@ -261,85 +277,95 @@ class CommandAdapter(AdapterBase):
                 "error", [], None, "", redact(f"cannot start {self.argv[0]!r}: {exc}", key)
             )
         reader = _Reader(proc, self.max_line_bytes, self.max_stdout_bytes, self.max_log_bytes)
+        turn = _Turn()
         try:
             if not probe:
                 self._write(proc, req.start)
-            deadline = time.monotonic() + req.deadline_s
-            abort_sent = False
-            lineno = 0
-            while True:
-                if not probe and req.abort.is_set() and not abort_sent:
-                    abort_sent = self._write(proc, {"type": "abort"}) or True
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    status = "timeout"
-                    error = (
-                        self._no_hello(req.deadline_s)
-                        if probe
-                        else (
-                            f"no turn_end within {req.deadline_s:g} s "
-                            f"({len(events)} events received; last: "
-                            f"{events[-1].get('type') if events else 'none'})"
-                        )
-                    )
-                    break
-                try:
-                    raw = reader.lines.get(timeout=min(_POLL_S, remaining))
-                except queue.Empty:
-                    continue
-                if raw is None:
-                    status, error = self._after_eof(
-                        proc, reader, len(events), lineno, "hello" if probe else "turn_end"
-                    )
-                    # It ended on its own before its turn did (the harness stopped nothing).
-                    crashed = status == "crashed" and not probe
-                    status = "error" if status == "crashed" else status
-                    break
-                lineno += 1
-                t_ns = time.monotonic_ns()
-                text = raw.decode("utf-8", errors="replace").strip()
-                if not text:
-                    continue
-                try:
-                    event = json.loads(text)
-                except ValueError:
-                    error = f"line {lineno} of stdout is not JSON: {text[:200]!r}"
-                    break
-                if not isinstance(event, dict):
-                    error = f"line {lineno} of stdout is not a JSON object: {text[:200]!r}"
-                    break
-                problem = self._validate(event)
-                if problem:
-                    error = (
-                        f"line {lineno} of stdout: invalid {event.get('type')!r} event: {problem}"
-                    )
-                    break
-                event["t_ns"] = t_ns
-                events.append(event)
-                if event.get("type") == "hello" and hello is None:
-                    hello = event
-                    if probe:
-                        status = "ran"
-                        break
-                if event.get("type") == "turn_end":
-                    status, error = self._after_turn_end(proc)
-                    break
+            self._read_turn(proc, reader, req, turn, probe=probe)
         finally:
             kill_group(proc)
             self._close_stdin(proc)
             reader.join()
-        if probe and hello is None and error:
-            if status != "timeout":  # the timeout's own text says it first
-                error = f"no hello line: {error}"
-            error += f". The agent wrote: {reader.heads()}"
+        if probe and turn.hello is None and turn.error:
+            if turn.status != "timeout":  # the timeout's own text says it first
+                turn.error = f"no hello line: {turn.error}"
+            turn.error += f". The agent wrote: {reader.heads()}"
         return RunOutcome(
-            status=as_status(status),
-            events=events,
-            hello=hello,
+            status=as_status(turn.status),
+            events=turn.events,
+            hello=turn.hello,
             log=reader.log(),
-            error=redact(error, key) if error else None,
-            crashed=crashed,
+            error=redact(turn.error, key) if turn.error else None,
+            crashed=turn.crashed,
         )
+
+    def _read_turn(
+        self,
+        proc: subprocess.Popen[bytes],
+        reader: _Reader,
+        req: RunRequest,
+        turn: _Turn,
+        *,
+        probe: bool,
+    ) -> None:
+        """Read the agent's lines into ``turn`` until its turn ends (or its hello, probing), it
+        breaks the protocol, it exits, or the deadline passes; send the abort when asked."""
+        deadline = time.monotonic() + req.deadline_s
+        abort_sent = False
+        while True:
+            if not probe and req.abort.is_set() and not abort_sent:
+                abort_sent = self._write(proc, {"type": "abort"}) or True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                turn.status = "timeout"
+                turn.error = self._no_hello(req.deadline_s) if probe else turn.no_turn_end(req)
+                return
+            try:
+                raw = reader.lines.get(timeout=min(_POLL_S, remaining))
+            except queue.Empty:
+                continue
+            if raw is None:
+                status, turn.error = self._after_eof(
+                    proc, reader, len(turn.events), turn.lineno, "hello" if probe else "turn_end"
+                )
+                # It ended on its own before its turn did (the harness stopped nothing).
+                turn.crashed = status == "crashed" and not probe
+                turn.status = "error" if status == "crashed" else status
+                return
+            if self._take(raw, turn, proc, probe=probe):
+                return
+
+    def _take(self, raw: bytes, turn: _Turn, proc: subprocess.Popen[bytes], *, probe: bool) -> bool:
+        """Take one line of the agent's stdout into ``turn``; whether the reading is over."""
+        turn.lineno += 1
+        t_ns = time.monotonic_ns()
+        text = raw.decode("utf-8", errors="replace").strip()
+        if not text:
+            return False
+        where = f"line {turn.lineno} of stdout"
+        try:
+            event = json.loads(text)
+        except ValueError:
+            turn.error = f"{where} is not JSON: {text[:200]!r}"
+            return True
+        if not isinstance(event, dict):
+            turn.error = f"{where} is not a JSON object: {text[:200]!r}"
+            return True
+        problem = self._validate(event)
+        if problem:
+            turn.error = f"{where}: invalid {event.get('type')!r} event: {problem}"
+            return True
+        event["t_ns"] = t_ns
+        turn.events.append(event)
+        if event.get("type") == "hello" and turn.hello is None:
+            turn.hello = event
+            if probe:
+                turn.status = "ran"
+                return True
+        if event.get("type") == "turn_end":
+            turn.status, turn.error = self._after_turn_end(proc)
+            return True
+        return False
 
     @staticmethod
     def _no_hello(waited_s: float) -> str:
@@ -350,7 +376,7 @@ class CommandAdapter(AdapterBase):
             f"an agent that reads `start` first waits forever. See {HELLO_FIRST}"
         )
 
-    def _after_turn_end(self, proc: subprocess.Popen) -> tuple[str, str | None]:
+    def _after_turn_end(self, proc: subprocess.Popen[bytes]) -> tuple[str, str | None]:
         """Close stdin and give the agent the grace period to exit on its own."""
         self._close_stdin(proc)
         try:
@@ -365,7 +391,7 @@ class CommandAdapter(AdapterBase):
         return "ran", None
 
     def _after_eof(
-        self, proc: subprocess.Popen, reader: _Reader, n_events: int, lineno: int, awaited: str
+        self, proc: subprocess.Popen[bytes], reader: _Reader, n_events: int, lineno: int, awaited: str
     ) -> tuple[str, str | None]:
         """stdout ended (or overflowed) before the ``awaited`` event: find out why ("crashed":
         the agent exited, or died of a signal, on its own)."""
