@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -115,7 +116,7 @@ CONFIG_KEYS: dict[str, tuple[str, str]] = {
 }
 
 
-def _scenario_docs() -> Iterable[dict]:
+def _scenario_docs() -> Iterable[dict[str, Any]]:
     from scenarios import SCENARIO_DIR
 
     for path in sorted(Path(SCENARIO_DIR).rglob("*.yaml")):

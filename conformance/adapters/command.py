@@ -391,7 +391,12 @@ class CommandAdapter(AdapterBase):
         return "ran", None
 
     def _after_eof(
-        self, proc: subprocess.Popen[bytes], reader: _Reader, n_events: int, lineno: int, awaited: str
+        self,
+        proc: subprocess.Popen[bytes],
+        reader: _Reader,
+        n_events: int,
+        lineno: int,
+        awaited: str,
     ) -> tuple[str, str | None]:
         """stdout ended (or overflowed) before the ``awaited`` event: find out why ("crashed":
         the agent exited, or died of a signal, on its own)."""
