@@ -57,6 +57,14 @@ def seconds(x: float) -> str:
     return f"{x:.3f}s"
 
 
+def off_band(ev: Evidence, wait: float, lo: float, hi: float) -> str:
+    """How far a wait (nominal seconds) fell outside [lo, hi], in nominal seconds and in the real
+    milliseconds the run measured: "1.283s late (25.7 ms real)"."""
+    over = wait - hi if wait > hi else lo - wait
+    side = "late" if wait > hi else "early"
+    return f"{seconds(over)} {side} ({over * ev.time_scale * 1000:.1f} ms real)"
+
+
 def backoff_core(n: int) -> tuple[float, float]:
     """RTY-03's band for retry ``n`` without Retry-After: its nominal backoff x the jitter."""
     nom = nominal_backoff(n)
@@ -106,7 +114,7 @@ def _backoff(ev: Evidence, statuses: frozenset[int | None], label: str) -> Findi
             return failed(
                 expected,
                 f"retry {r.n} after {answer_of(r.failed)} waited {seconds(r.wait)}, "
-                f"outside [{seconds(lo)}, {seconds(hi)}]",
+                f"outside [{seconds(lo)}, {seconds(hi)}]: {off_band(ev, r.wait, lo, hi)}",
             )
     if not judged:
         return _unretried(ev, statuses, expected)
@@ -147,7 +155,8 @@ def _honoured(ev: Evidence, kind: str, label: str) -> Finding:
         if not lo <= r.wait <= hi:
             return failed(
                 expected,
-                f"asked {s:.3f}s, waited {seconds(r.wait)}, outside [{seconds(lo)}, {seconds(hi)}]",
+                f"asked {s:.3f}s, waited {seconds(r.wait)}, outside [{seconds(lo)}, {seconds(hi)}]"
+                f": {off_band(ev, r.wait, lo, hi)}",
             )
     if judged:
         return passed(expected, "; ".join(judged))

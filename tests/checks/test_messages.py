@@ -81,3 +81,13 @@ def test_an_error_shown_on_a_completed_turn_is_quoted_as_json() -> None:
     assert f.observed == (
         'completed turn showed 1 error(s), the first {"kind": "server", "message": "gone"}'
     )
+
+
+def test_a_wait_outside_its_band_says_by_how_much_in_both_units():
+    from types import SimpleNamespace
+
+    from conformance.checks.rty import off_band
+
+    ev = SimpleNamespace(time_scale=0.02)
+    assert off_band(ev, 3.339, 0.569, 2.056) == "1.283s late (25.7 ms real)"  # type: ignore[arg-type]
+    assert off_band(ev, 0.4, 0.569, 2.056) == "0.169s early (3.4 ms real)"  # type: ignore[arg-type]
