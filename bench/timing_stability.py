@@ -164,7 +164,9 @@ def summarize(rows: list[dict]) -> str:
             cid = BROKEN[switch]
             failed = sum(r["verdicts"].get(cid) in FAILING for r in good)
             seen = collections.Counter(r["verdicts"].get(cid) for r in good)
-            broken_lines.append(f"| `{switch}` | {cid} | {failed} of {len(good)} | {dict(seen)} |")
+            delay = label.split("@", 1)[1] if "@" in label else ""
+            shown = f"`{switch}`" + (f" delayed {delay}" if delay else "")
+            broken_lines.append(f"| {shown} | {cid} | {failed} of {len(good)} | {dict(seen)} |")
             continue
         flips = []
         cids = sorted({c for r in good for c in r["verdicts"]})
