@@ -11,16 +11,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
-from reports.errors import ResultsError
 from reports.html import environment
 from reports.redact import Redactor
+from reports.schema import load_named_schema, validate_against
 
 __all__ = [
     "FAILOVER_VERDICTS",
@@ -44,24 +40,14 @@ _CSS = {
 }
 
 
-@cache
 def load_failover_schema() -> dict[str, Any]:
-    text = (
-        resources.files("reports").joinpath("schemas/probe-failover.schema.json").read_text("utf-8")
-    )
-    schema: dict[str, Any] = json.loads(text)  # a JSON Schema is a JSON object
-    return schema
+    """Return the probe-failover JSON Schema (draft 2020-12)."""
+    return load_named_schema("probe-failover")
 
 
 def validate_failover(doc: Any, *, source: str = "<failover>") -> None:
     """Raise ResultsError naming ``source``, the JSON path and the problem if ``doc`` is invalid."""
-    validator = jsonschema.Draft202012Validator(load_failover_schema())
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
-        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        raise ResultsError(f"{source}: at {path}: {err.message}{more}")
+    validate_against("probe-failover", doc, source)
 
 
 def timeline(case: dict[str, Any]) -> dict[str, Any]:

@@ -11,15 +11,31 @@ import jsonschema
 
 from reports.errors import ResultsError
 
-__all__ = ["load_schema", "validate_results"]
+__all__ = ["load_named_schema", "load_schema", "validate_against", "validate_results"]
 
 
 @cache
-def load_schema() -> dict[str, Any]:
-    """Return the results JSON Schema (draft 2020-12)."""
-    text = resources.files("reports").joinpath("schemas/results.schema.json").read_text("utf-8")
+def load_named_schema(name: str) -> dict[str, Any]:
+    """Return the JSON Schema ``schemas/<name>.schema.json`` (draft 2020-12)."""
+    text = resources.files("reports").joinpath(f"schemas/{name}.schema.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)  # a JSON Schema is a JSON object
     return schema
+
+
+def load_schema() -> dict[str, Any]:
+    """Return the results JSON Schema (draft 2020-12)."""
+    return load_named_schema("results")
+
+
+def validate_against(name: str, doc: Any, source: str) -> None:
+    """Raise ResultsError naming ``source``, the JSON path and the problem if ``doc`` does not
+    match the schema ``name`` (the first problem, and how many more there are)."""
+    validator = jsonschema.Draft202012Validator(load_named_schema(name))
+    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if errors:
+        err = errors[0]
+        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+        raise ResultsError(f"{source}: at {_json_path(err.absolute_path)}: {err.message}{more}")
 
 
 def _json_path(path: Any) -> str:
@@ -35,12 +51,7 @@ def validate_results(doc: Any, *, source: str = "<results>") -> None:
     Beyond the schema, checks cross-references: every criterion an agent reports is in the
     catalogue, and every scenario a criterion cites is among the agent's scenarios.
     """
-    validator = jsonschema.Draft202012Validator(load_schema())
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
-    if errors:
-        err = errors[0]
-        more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
-        raise ResultsError(f"{source}: at {_json_path(err.absolute_path)}: {err.message}{more}")
+    validate_against("results", doc, source)
     ids = {c["id"] for c in doc["catalogue"]}
     for i, agent in enumerate(doc["agents"]):
         scen_ids = {s["id"] for s in agent["scenarios"]}
