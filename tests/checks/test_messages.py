@@ -81,3 +81,14 @@ def test_an_error_shown_on_a_completed_turn_is_quoted_as_json() -> None:
     assert f.observed == (
         'completed turn showed 1 error(s), the first {"kind": "server", "message": "gone"}'
     )
+
+
+def test_a_retry_that_differs_names_the_keys_as_words() -> None:
+    # Old text: "retry at seq 1 differs from seq 0 in ['messages']".
+    j = Journal()
+    j.chat(503)
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "other"}]}
+    j.chat(200, wait=0.5, body=body)
+    f = run_check("RTY-12", j.evidence([turn_end()]))
+    assert f.outcome == "fail"
+    assert f.observed == "retry at seq 1 differs from seq 0 in 'messages'"
