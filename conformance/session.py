@@ -542,4 +542,10 @@ def certify_problems(doc: Mapping[str, Any], *, coverage: bool = True) -> list[s
                 f"{agent.name}: {len(unjudged)} MUST criteria judged by no scenario "
                 f"(not run, only n/a, ERROR or TIMEOUT): {', '.join(unjudged)}"
             )
+        unsettled = report.must_unsettled(agent)
+        if unsettled:
+            lines.append(
+                f"{agent.name}: {len(unsettled)} MUST criteria judged in some scenarios but "
+                f"ERROR or TIMEOUT in others: {', '.join(unsettled)}"
+            )
     return lines

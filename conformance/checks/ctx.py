@@ -277,7 +277,10 @@ def check_ctx_04(ev: Evidence) -> Finding:
             if isinstance(m, dict) and m.get("role") == "tool" and m.get("tool_call_id") in gaps
         ]
         if made:
-            return failed(expected, f"seq {e.get('seq')} carries fabricated result(s) for {made}")
+            return failed(
+                expected,
+                f"seq {e.get('seq')} carries fabricated result(s) for {listed(made, quoted=True)}",
+            )
     if not main:
         errors = ev.errors()
         shown = f"; error shown: {str(errors[-1].get('message'))[:120]!r}" if errors else ""

@@ -189,7 +189,8 @@ def check_fmt_01(ev: Evidence) -> Finding:
             return failed(
                 expected,
                 f"call {o.call_id!r}: the notice does not give the full size "
-                f"({sizes}); numbers added: {listed(sorted(new)[:10])}",
+                f"({listed(f'{n} {unit}' for unit, n in sizes.items())}); numbers added: "
+                f"{listed(sorted(new)[:10])}",
             )
         seen.append(f"{o.call_id}: {sizes[unit]} {unit} cut to {len(res)} characters")
     return passed(expected, "; ".join(seen))

@@ -439,7 +439,7 @@ def check_rty_12(ev: Evidence) -> Finding:
             return failed(
                 expected,
                 f"retry at seq {r.attempt.get('seq')} differs from seq {r.failed.get('seq')} "
-                f"in {_diff_keys(a, b)}",
+                f"in {listed(_diff_keys(a, b), quoted=True)}",
             )
     return passed(expected, f"{len(retries)} retries, all identical")
 

@@ -163,7 +163,7 @@ def check_lop_01(ev: Evidence) -> Finding:
     return failed(
         expected,
         f"seq {later[0].get('seq')} carries no reminder about {tool!r}"
-        + (f"; notes after the tool results: {notes}" if notes else ""),
+        + (f"; notes after the tool results: {listed(repr(n) for n in notes)}" if notes else ""),
     )
 
 

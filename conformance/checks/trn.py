@@ -417,7 +417,7 @@ def check_trn_08(ev: Evidence) -> Finding:
                 expected,
                 f"seq {nxt.get('seq')} after the truncation at seq {e.get('seq')} does not carry "
                 f"the produced {'text' if field else 'reasoning'} {want[:80]!r}; assistant "
-                f"messages added: {[t[:80] for t in texts]}",
+                f"messages added: {listed(repr(t[:80]) for t in texts)}",
             )
         judged.append(f"seq {e.get('seq')}: {len(want)} chars kept")
     if not judged:

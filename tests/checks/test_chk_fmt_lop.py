@@ -143,6 +143,8 @@ def test_fmt_01_fail_notice_without_full_size() -> None:
     res = head_tail(BIG, 18000, 12000, "\n[... output truncated ...]\n")
     f = run_check("FMT-01", one_output_run(BIG, res).evidence())
     assert f.outcome == "fail" and "full size" in f.observed
+    # Old text: "(the full size ({'characters': 200000, 'bytes': ...}); ...": a dict repr.
+    assert f"({len(BIG)} characters, " in f.observed and "{'" not in f.observed, f.observed
 
 
 def test_fmt_01_fail_seed_smart_truncate_gives_only_the_omitted_count() -> None:

@@ -256,6 +256,8 @@ def test_trn_08_fail_text_dropped() -> None:
     reply(j, [PROMPT, CONT], "Water evaporates and rains.")
     f = trn.check_trn_08(j.evidence())
     assert f.outcome == "fail" and "Water evaporates" in f.observed
+    # Old text: "...; assistant messages added: []" (a Python list).
+    assert f.observed.endswith("assistant messages added: none"), f.observed
 
 
 def test_trn_08_reasoning_only_carried_as_reasoning() -> None:

@@ -91,3 +91,14 @@ def test_a_wait_outside_its_band_says_by_how_much_in_both_units():
     ev = SimpleNamespace(time_scale=0.02)
     assert off_band(ev, 3.339, 0.569, 2.056) == "1.283s late (25.7 ms real)"  # type: ignore[arg-type]
     assert off_band(ev, 0.4, 0.569, 2.056) == "0.169s early (3.4 ms real)"  # type: ignore[arg-type]
+
+
+def test_a_retry_that_differs_names_the_keys_as_words() -> None:
+    # Old text: "retry at seq 1 differs from seq 0 in ['messages']".
+    j = Journal()
+    j.chat(503)
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "other"}]}
+    j.chat(200, wait=0.5, body=body)
+    f = run_check("RTY-12", j.evidence([turn_end()]))
+    assert f.outcome == "fail"
+    assert f.observed == "retry at seq 1 differs from seq 0 in 'messages'"

@@ -200,3 +200,9 @@ def test_err02_pass_and_fail() -> None:
     assert run_check("ERR-02", j.evidence(events=ok)).outcome == "pass"
     leaked = [{"type": "error", "kind": "rate_limit", "message": "429"}, *ok]
     assert run_check("ERR-02", j.evidence(events=leaked)).outcome == "fail"
+
+
+def test_lop01_quotes_the_notes_it_found_as_text() -> None:
+    # Old text: "...; notes after the tool results: ['Please continue with the task.']".
+    f = run_check("LOP-01", lop_run("Please continue with the task.").evidence())
+    assert f.observed.endswith("notes after the tool results: 'Please continue with the task.'")
