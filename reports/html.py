@@ -125,6 +125,7 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
             totals=report.totals(),
             must_unsupported={a.name: report.must_unsupported(a) for a in report.agents},
             must_unjudged={a.name: report.must_unjudged(a) for a in report.agents},
+            must_unsettled={a.name: report.must_unsettled(a) for a in report.agents},
             areas=report.areas(),
             matrix=matrix(report, anchor),
             timing=[_timing(r) for r in report.runs],
