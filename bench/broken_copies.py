@@ -22,9 +22,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from conformance.adapters.reference import ReferenceAdapter  # noqa: E402
+from conformance.judging.timing import measure  # noqa: E402
 from conformance.reference.agent import Behaviours  # noqa: E402
 from conformance.runner import DEFAULT_TIME_SCALE, run_suite  # noqa: E402
-from conformance.timing import measure  # noqa: E402
 from conformance.verdicts import SEVERITY  # noqa: E402
 from fakes import load_scenarios  # noqa: E402
 from fakes.remote import GatewayProcess  # noqa: E402

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from conformance.checks.jitter import Sample, judge_jitter  # noqa: E402
 from conformance.checks.rty import JITTER_EARLY_S, JITTER_HIGH, JITTER_LOW  # noqa: E402
-from conformance.evidence import nominal_backoff  # noqa: E402
+from conformance.judging.evidence import nominal_backoff  # noqa: E402
 
 BURST = [nominal_backoff(n) for n in range(1, 11)]
 DESIGNS = {

@@ -33,8 +33,8 @@ from typing import Any
 
 from conformance.adapters.interface import Adapter, FastClock
 from conformance.adapters.warp import SPREAD_LIMIT_S
-from conformance.reaction import Reaction, judge_reaction, reaction_gaps
-from conformance.reaction import scenario as reaction_scenario
+from conformance.judging.reaction import Reaction, judge_reaction, reaction_gaps
+from conformance.judging.reaction import scenario as reaction_scenario
 from conformance.runner import run_scenario
 from fakes import GatewayHandle, Scenario
 
@@ -240,7 +240,7 @@ def measure_reaction(
     dialect: str,
     tool_transport: str,
 ) -> Reaction:
-    """Run the reaction scenario (``conformance.reaction``) for ``adapter``; judge its gaps."""
+    """Run the reaction scenario (``conformance.judging.reaction``) for ``adapter``; judge its gaps."""
     tools = "tools" in adapter.capabilities()
     sc = Scenario.from_dict(reaction_scenario(tools), source="<agent reaction>")
     entry, _ = run_scenario(

@@ -37,13 +37,13 @@ from conformance.checks.str_ import ATTEMPTS_PER_MODE, MAX_EMPTY, WATCHDOG_FLOOR
 from conformance.checks.tjs import _INVALID_WORDS
 from conformance.checks.tol import _HOW_TO, _SUGGEST, _TIMEOUT_WORDS, LIMIT_LATE_SHARE
 from conformance.checks.trn import MAX_RECOVERIES
-from conformance.deadlines import (
+from conformance.judging.deadlines import (
     ATTEMPT_OVERHEAD_S,
     DEADLINE_GRACE_S,
     DEFAULT_DEADLINE_S,
     DEFAULT_TOOL_LIMIT_S,
 )
-from conformance.timing import EARLY_SLACK_S, LATE_FLOOR_S
+from conformance.judging.timing import EARLY_SLACK_S, LATE_FLOOR_S
 
 __all__ = ["CAPABILITIES", "CONFIG_KEYS", "as_markdown", "capabilities", "config_keys"]
 

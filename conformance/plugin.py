@@ -78,7 +78,9 @@ class _State:
         self.handoff = handoff
         self.labels = [a.label for a in session.agents]
         self.is_worker = hasattr(config, "workerinput")
-        if self.is_worker:  # its timing measurement is labelled with it (conformance.timing)
+        if (
+            self.is_worker
+        ):  # its timing measurement is labelled with it (conformance.judging.timing)
             session.process = str(getattr(config, "workerinput", {}).get("workerid", "worker"))
         self.test_session: pytest.Session | None = None
 
@@ -311,12 +313,12 @@ def pytest_collection_modifyitems(
 ) -> None:
     """Longest scenarios first, so that the processes of ``-n N`` end together instead of one
     starting the longest last; the results keep the collection order. The estimate is what a
-    correct agent needs (``conformance.deadlines.floor_s``: the waits the criteria allow, at
+    correct agent needs (``conformance.judging.deadlines.floor_s``: the waits the criteria allow, at
     the run's time scale, and each attempt's own time). Deterministic, so that pytest-xdist's
     workers collect the same order."""
     if not _active(config):
         return
-    from conformance.deadlines import ATTEMPT_OVERHEAD_S, floor_s
+    from conformance.judging.deadlines import ATTEMPT_OVERHEAD_S, floor_s
 
     scale = _state(config).run.time_scale
     for i, item in enumerate(items):

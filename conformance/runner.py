@@ -42,8 +42,9 @@ from conformance.adapters.interface import (
 )
 from conformance.catalogue import CATALOGUE, by_id
 from conformance.checks.waits import retry_waits
-from conformance.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
-from conformance.reaction import NO_REACTION, Reaction
+from conformance.judging.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
+from conformance.judging.reaction import NO_REACTION, Reaction
+from conformance.judging.timing import DEFAULT_TIMING, Timing
 from conformance.release import CATALOGUE_VERSION, rules_sha256
 from conformance.repeat import combine
 from conformance.results import (
@@ -66,7 +67,6 @@ from conformance.run.gate import (
 )
 from conformance.run.judge import Allowances, Ruling, evidence_of, judge
 from conformance.run.record import recorded
-from conformance.timing import DEFAULT_TIMING, Timing
 from conformance.verdicts import aggregate
 from conformance.verify import judged
 from fakes import GatewayHandle, Scenario
@@ -123,7 +123,7 @@ def rerun_command(
 def _allowances(adapter: Adapter, scale: float, timing: Timing, reaction: Reaction) -> Allowances:
     """The timing allowances a run at ``scale`` is judged with: the machine's, and the agent's
     own time per wait: on a fast clock what its calibration measured, else its reaction
-    (``conformance.reaction``)."""
+    (``conformance.judging.reaction``)."""
     clock = adapter.fast_clock
     if clock is not None:
         over_s, spread_s = clock.overhead(scale)
@@ -164,7 +164,7 @@ def run_scenario(
 ) -> Run:
     """Run one scenario in ``dialect``, its tools over ``tool_transport``: gate, drive, judge;
     return its results entry and {criterion id: scenario verdict entry}. Timing checks judge with
-    ``timing``'s allowances (``conformance.timing``) and the agent's ``reaction``. ``confirm``:
+    ``timing``'s allowances (``conformance.judging.timing``) and the agent's ``reaction``. ``confirm``:
     run on the slower clock that confirms a failed timing verdict (``conformance.verify``)."""
     admission = admit(
         scenario,
@@ -410,7 +410,7 @@ def results_document(
     repeat: int = 1,
 ) -> ResultsDocument:
     """Wrap agents' results into the results document of contracts §4 (``timing``: the run's
-    measured timing allowances, ``conformance.timing``)."""
+    measured timing allowances, ``conformance.judging.timing``)."""
 
     def iso(t: float) -> str:
         return _dt.datetime.fromtimestamp(t, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

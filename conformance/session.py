@@ -43,8 +43,9 @@ from conformance.expectations import (
     updated_expectations,
     write_expectations,
 )
+from conformance.judging.reaction import NO_REACTION, Reaction
+from conformance.judging.timing import DEFAULT_TIMING, Timing, measure, run_timing
 from conformance.options import DEFAULT_EXPECTATIONS, RunSettings
-from conformance.reaction import NO_REACTION, Reaction
 from conformance.repeat import combine
 from conformance.results import AgentResults, ResultsDocument, ScenarioEntry, ScenarioVerdict
 from conformance.runner import (
@@ -57,7 +58,6 @@ from conformance.runner import (
     run_checked,
     run_suite,
 )
-from conformance.timing import DEFAULT_TIMING, Timing, measure, run_timing
 
 if TYPE_CHECKING:
     from fakes import GatewayHandle, Scenario
@@ -104,7 +104,9 @@ class ScenarioRun(TypedDict):
     repeat: int  # which of the scenario's --repeat runs (from 0)
     entry: ScenarioEntry  # runner.run_scenario's results entry
     verdicts: dict[str, ScenarioVerdict]  # and its verdicts
-    timing: dict[str, Any]  # the timing allowances it was judged with (conformance.timing.Timing)
+    timing: dict[
+        str, Any
+    ]  # the timing allowances it was judged with (conformance.judging.timing.Timing)
 
 
 @dataclass(frozen=True)
@@ -245,7 +247,7 @@ class RunSession:
 
     def gateway(self) -> GatewayHandle:
         """This process's fake gateway, in a process of its own, started on first use (and the
-        machine's timing calibrated then: ``conformance.timing``) and stopped by :meth:`close`."""
+        machine's timing calibrated then: ``conformance.judging.timing``) and stopped by :meth:`close`."""
         if self._gateway is None:
             from fakes.remote import GatewayProcess
 
@@ -258,7 +260,7 @@ class RunSession:
     def ready(self, agent: AgentUnderTest) -> Reaction:
         """Before an agent's first scenario in this process: calibrate its fast clock when it
         asks for one (conformance.calibration), else measure its reaction
-        (conformance.reaction), under this run's own parallelism. Returns its reaction."""
+        (conformance.judging.reaction), under this run's own parallelism. Returns its reaction."""
         known = self._reactions.get(agent.label)
         if known is not None:
             return known
@@ -523,7 +525,7 @@ def certify_problems(doc: Mapping[str, Any], *, coverage: bool = True) -> list[s
     """Certification mode: outside connection attempts of guarded agents, then (``coverage``)
     per agent the shards of its run that are missing and the MUST criteria no scenario judged
     (UNSUPPORTED is reported apart: the report counts it; a certificate states it)."""
-    from conformance.guard import certify_problems as outside_attempts
+    from conformance.adapters.guard import certify_problems as outside_attempts
     from reports.model import build_report
 
     lines = outside_attempts(doc)

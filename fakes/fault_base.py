@@ -60,10 +60,10 @@ class Fault:
     stream_only: ClassVar[bool] = False
     replay_ok: ClassVar[bool] = True
     # Whether an attempt that met this fault failed on the wire, unless ``attempt_failed``
-    # says otherwise from the journal's response record (``conformance.evidence.is_failed``).
+    # says otherwise from the journal's response record (``conformance.judging.evidence.is_failed``).
     breaks: ClassVar[bool] = False
     # What a client meets, for the checks that judge a kind of failure whatever fault made it
-    # (``conformance.evidence.symptom``): "http_status" (an error status), "connection_failed"
+    # (``conformance.judging.evidence.symptom``): "http_status" (an error status), "connection_failed"
     # (no response), "broken_stream" (a 200 body that stops or goes silent), "no_finish" (ends
     # without a finish reason), "malformed_event" (an event that does not parse; the first
     # such frame is the injected one), "in_band_error" (an error event; the last frame),

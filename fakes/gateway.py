@@ -267,7 +267,7 @@ class SyncGateway:
 
     def overshoot(self, seconds: float) -> None:
         """None: this gateway's loop is a thread of the caller's process, which measures its
-        own loop lag for both (``conformance.timing.measure``)."""
+        own loop lag for both (``conformance.judging.timing.measure``)."""
         del seconds
         return None
 

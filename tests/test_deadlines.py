@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from conformance.deadlines import DEADLINE_GRACE_S, deadline_s, floor_s
+from conformance.judging.deadlines import DEADLINE_GRACE_S, deadline_s, floor_s
 from fakes import Scenario, load_scenario, load_scenarios
 from scenarios import SCENARIO_DIR
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 
 from conformance.adapters.reference import ReferenceAdapter
-from conformance.evidence import is_failed
 from conformance.fuzz import FUZZ_CRITERIA, main, run_fuzz, schedules
+from conformance.judging.evidence import is_failed
 from fakes import Gateway, Scenario
 
 

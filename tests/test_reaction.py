@@ -14,7 +14,7 @@ import pytest
 from conformance.adapters.interface import RunOutcome, RunRequest
 from conformance.adapters.reference import ReferenceAdapter
 from conformance.calibration import measure_reaction
-from conformance.reaction import (
+from conformance.judging.reaction import (
     NO_REACTION,
     REACTION_CAP_S,
     Reaction,

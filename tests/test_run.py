@@ -301,7 +301,11 @@ class _RecordingAdapter(AdapterBase):
     ],
 )
 def test_deadline_is_scaled_deadline_plus_grace(gateway, deadline, caps, scale, expected):
-    from conformance.deadlines import ATTEMPT_OVERHEAD_S, DEADLINE_GRACE_S, DEFAULT_DEADLINE_S
+    from conformance.judging.deadlines import (
+        ATTEMPT_OVERHEAD_S,
+        DEADLINE_GRACE_S,
+        DEFAULT_DEADLINE_S,
+    )
     from conformance.runner import deadline_s
 
     assert DEADLINE_GRACE_S == 5.0 and DEFAULT_DEADLINE_S == 30.0

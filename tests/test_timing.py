@@ -3,7 +3,7 @@ calibration per process, all of them in the results."""
 
 from __future__ import annotations
 
-from conformance.timing import (
+from conformance.judging.timing import (
     EARLY_SLACK_S,
     LATE_CAP_S,
     LATE_FLOOR_S,
@@ -80,8 +80,8 @@ def test_a_run_measures_the_machine_and_says_so_in_its_results(tmp_path, monkeyp
 
 def test_after_a_request_the_agent_timed_out_a_wait_may_read_shorter_by_the_gateways_lag():
     from conformance.checks import run_check
-    from conformance.evidence import nominal_backoff
-    from conformance.timing import Timing
+    from conformance.judging.evidence import nominal_backoff
+    from conformance.judging.timing import Timing
     from tests.checks.synth import Journal
 
     def run(end: str) -> Journal:

@@ -1,7 +1,7 @@
 """The type checker passes: mypy over the packages, as configured in pyproject.toml.
 
 ``[tool.mypy]`` says what is checked and how strictly (``fakes``, ``conformance.checks`` and
-``conformance.evidence`` are held to --strict). The cache lives in pytest's cache directory, so
+``conformance.judging.evidence`` are held to --strict). The cache lives in pytest's cache directory, so
 a second run takes about a second instead of a cold half minute.
 """
 

@@ -5,7 +5,7 @@ with file:line errors by `conformance.adapters.shipped_profile`) says how to run
 environment variables and configuration files written into a fresh ``HOME`` /
 ``XDG_CONFIG_HOME`` (and the working directory), all templated with the run's ``{prompt}``,
 ``{base_url}``, ``{model}`` and ``{api_key}``. The agent runs once per scenario under the
-loopback guard (conformance.guard), in its own process group, killed as a group at the run's
+loopback guard (conformance.adapters.guard), in its own process group, killed as a group at the run's
 wall-clock deadline. Evidence comes from the wire (the gateway's journal); the agent's output is
 mapped to protocol events only where the mapping is honest:
 
@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from conformance.adapters.command import kill_group
+from conformance.adapters.guard import GuardedProcess, LoopbackGuard
 from conformance.adapters.interface import (
     AdapterBase,
     AgentTraits,
@@ -72,7 +73,6 @@ from conformance.adapters.warp import (
     preloadable,
     warp_env,
 )
-from conformance.guard import GuardedProcess, LoopbackGuard
 
 # The profile's names and the parsers' are re-exported: the adapter is where users look first.
 __all__ = [

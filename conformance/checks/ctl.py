@@ -6,7 +6,7 @@ import json
 
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, as_json, failed, not_applicable, passed
-from conformance.evidence import Evidence, response_of
+from conformance.judging.evidence import Evidence, response_of
 from fakes.journal import ToolEntry
 
 __all__: list[str] = []

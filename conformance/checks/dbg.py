@@ -8,7 +8,7 @@ from typing import Any
 
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
-from conformance.evidence import Evidence, response_of
+from conformance.judging.evidence import Evidence, response_of
 
 __all__ = ["DUMP_KEYS", "leaks"]
 

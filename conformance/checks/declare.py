@@ -22,7 +22,7 @@ from types import MappingProxyType
 
 from conformance.catalogue import by_id
 from conformance.checks.finding import Finding
-from conformance.evidence import Evidence
+from conformance.judging.evidence import Evidence
 
 __all__ = ["Check", "Declared", "check", "declared"]
 

@@ -18,7 +18,7 @@ from conformance.checks.finding import Finding, failed, listed, not_applicable, 
 from conformance.checks.mfb import is_overload
 from conformance.checks.rty_cases import background
 from conformance.checks.wire import answer_of
-from conformance.evidence import Evidence, is_failed, response_of
+from conformance.judging.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 
 __all__ = ["TYPED_KINDS", "expected_kinds"]

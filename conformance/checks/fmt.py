@@ -23,7 +23,7 @@ from typing import Any
 from conformance.catalogue import by_id
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
-from conformance.evidence import Evidence, response_of
+from conformance.judging.evidence import Evidence, response_of
 from fakes.journal import ToolEntry
 
 __all__ = [

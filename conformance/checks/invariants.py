@@ -6,7 +6,7 @@ from typing import Any
 
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, not_applicable, passed
-from conformance.evidence import Evidence
+from conformance.judging.evidence import Evidence
 
 __all__: list[str] = []
 

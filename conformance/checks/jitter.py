@@ -2,7 +2,7 @@
 
 Theory of operation: retry i waited ``w_i`` (nominal seconds) where the policy says ``n_i``;
 its ratio ``r_i = w_i / n_i`` is the agent's jitter factor plus the timing noise divided by the
-wait's real length. Noise is measured on the machine (``conformance.timing``: ``noise_s`` late,
+wait's real length. Noise is measured on the machine (``conformance.judging.timing``: ``noise_s`` late,
 ``early_slack_s`` early), so each ratio stands for an interval of factors,
 ``[r_i - noise / real_i, r_i + early / real_i]``: short waits give wide intervals, long ones
 narrow intervals.

@@ -20,7 +20,7 @@ from conformance.checks.finding import Finding, failed, listed, not_applicable, 
 from conformance.checks.partial import turn_over
 from conformance.checks.reminder import is_loop_reminder
 from conformance.checks.seed_strings import CONTINUATION_TEXT
-from conformance.evidence import Evidence, is_failed, response_of
+from conformance.judging.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry, ToolEntry
 
 __all__ = [

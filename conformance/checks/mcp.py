@@ -3,7 +3,7 @@
 The MCP exchanges are the journal's ``kind: "mcp"`` entries (one HTTP exchange each: the
 JSON-RPC message the agent sent, what the gateway answered, how the connection ended); which
 model tool call an MCP ``tools/call`` carried out, and the result the model was then sent, come
-from the evidence's tool executions (``conformance.executions``) followed on the chat wire
+from the evidence's tool executions (``conformance.judging.executions``) followed on the chat wire
 (``follow_calls``). Agent events are never consulted.
 """
 
@@ -16,8 +16,8 @@ from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.tjs import Call, follow_calls, host_output
-from conformance.evidence import Evidence, response_of
-from conformance.executions import mcp_messages
+from conformance.judging.evidence import Evidence, response_of
+from conformance.judging.executions import mcp_messages
 from fakes.journal import Entry
 
 __all__: list[str] = []
@@ -96,7 +96,7 @@ def _failure(x: Entry) -> str | None:
 
 def _server_said(call: Call) -> str:
     """The message the call's last MCP answer carried, as the evidence renders it in the tool
-    host's shape (``conformance.executions``: a JSON-RPC error's ``message``, an ``isError``
+    host's shape (``conformance.judging.executions``: a JSON-RPC error's ``message``, an ``isError``
     result's text); "" for none."""
     mcp = [x for x in call.executions if x.get("transport") == "mcp"]
     _out, err = host_output(mcp[-1]) if mcp else (None, None)

@@ -14,7 +14,7 @@ from typing import Any
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
-from conformance.evidence import Evidence, is_failed, response_of
+from conformance.judging.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 
 __all__ = [

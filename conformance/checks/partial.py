@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.evidence import Evidence
+from conformance.judging.evidence import Evidence
 
 __all__ = ["turn_over"]
 

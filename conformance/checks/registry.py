@@ -52,7 +52,7 @@ from conformance.checks import (
 )
 from conformance.checks.declare import Check, declared
 from conformance.checks.finding import Finding
-from conformance.evidence import Evidence
+from conformance.judging.evidence import Evidence
 
 __all__ = ["CHECKS", "FINAL_ON_PARTIAL", "INVARIANTS", "TIMING", "check_for", "run_check"]
 

@@ -10,7 +10,7 @@ from conformance.checks.finding import Finding, failed, listed, not_applicable, 
 from conformance.checks.jitter import ALPHA, Sample, judge_jitter
 from conformance.checks.partial import turn_over
 from conformance.checks.wire import answer_of
-from conformance.evidence import (
+from conformance.judging.evidence import (
     RETRYABLE_STATUSES,
     Evidence,
     asked_wait,

@@ -17,7 +17,7 @@ from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.rty import header, seconds, status_of
 from conformance.checks.wire import answer_of
-from conformance.evidence import Evidence, asked_wait, is_failed, response_of
+from conformance.judging.evidence import Evidence, asked_wait, is_failed, response_of
 from fakes.compaction import message_text
 from fakes.journal import ChatEntry
 

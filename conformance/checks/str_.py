@@ -14,7 +14,13 @@ from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.wire import WireReply, call_ids, request_diff, same_request, wire_reply
-from conformance.evidence import RETRYABLE_STATUSES, Evidence, is_failed, response_of, symptom
+from conformance.judging.evidence import (
+    RETRYABLE_STATUSES,
+    Evidence,
+    is_failed,
+    response_of,
+    symptom,
+)
 from fakes.faults import FAULTS
 from fakes.journal import ChatEntry
 

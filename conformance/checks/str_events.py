@@ -15,7 +15,7 @@ from conformance.checks.finding import Finding, failed, not_applicable, passed
 from conformance.checks.partial import turn_over
 from conformance.checks.str_ import ATTEMPTS_PER_MODE, broke_after_headers, turn_reason
 from conformance.checks.wire import same_request, wire_reply
-from conformance.evidence import Evidence, is_failed, response_of
+from conformance.judging.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry
 
 __all__: list[str] = []

@@ -23,7 +23,7 @@ from conformance.checks.finding import Finding, as_json, failed, listed, not_app
 from conformance.checks.partial import turn_over
 from conformance.checks.seed_strings import TRUNCATION_HINT
 from conformance.checks.trn import length_finished
-from conformance.evidence import Evidence, response_of
+from conformance.judging.evidence import Evidence, response_of
 from fakes.journal import ChatEntry, ToolEntry
 
 __all__ = [

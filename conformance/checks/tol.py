@@ -25,7 +25,7 @@ from conformance.checks.tjs import (
 )
 from conformance.checks.tol_schema import schema_violations
 from conformance.checks.trn_wire import length_finished
-from conformance.evidence import Evidence, is_failed, response_of
+from conformance.judging.evidence import Evidence, is_failed, response_of
 from fakes.journal import ChatEntry, Entry
 
 __all__: list[str] = []

@@ -30,7 +30,7 @@ from conformance.checks.trn_wire import (
     text_of,
     tool_truncation,
 )
-from conformance.evidence import Evidence, response_of
+from conformance.judging.evidence import Evidence, response_of
 from fakes.journal import ChatEntry
 
 # length_finished lives in trn_wire; it stays importable from here for the TJS checks.

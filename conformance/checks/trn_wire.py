@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.checks.seed_strings import CONTINUATION_TEXT
-from conformance.evidence import is_failed, response_of
-from conformance.wire_reply import wire_reply
+from conformance.judging.evidence import is_failed, response_of
+from conformance.judging.wire_reply import wire_reply
 from fakes.journal import ChatEntry, Entry
 
 __all__ = [
@@ -47,7 +47,7 @@ def text_of(m: dict[str, Any]) -> str:
 
 def produced(entry: ChatEntry) -> dict[str, Any]:
     """What one response delivered, read back from the bytes the gateway sent
-    (``conformance.wire_reply``): ``content``, ``reasoning``, ``tool_calls`` (list of ``{id,
+    (``conformance.judging.wire_reply``): ``content``, ``reasoning``, ``tool_calls`` (list of ``{id,
     name, arguments}``) and ``finish_reason``."""
     r = wire_reply(entry)
     return {

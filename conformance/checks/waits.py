@@ -22,7 +22,7 @@ from conformance.checks.rty import (
     status_of,
 )
 from conformance.checks.rty_cases import EXCESSIVE_WAIT_S, excessive_bound, excessive_core
-from conformance.evidence import Evidence, Retry, asked_wait, nominal_backoff
+from conformance.judging.evidence import Evidence, Retry, asked_wait, nominal_backoff
 
 __all__ = ["retry_waits"]
 

@@ -2,14 +2,14 @@
 
 The checks judge what the agent was given, not what the scenario meant to give it: a reply is
 parsed from the SSE or JSON the gateway wrote (possibly cut), in the chat-completions shape the
-journal is read in (``conformance.canon``). The parse itself lives in ``conformance.wire_reply``
+journal is read in (``conformance.judging.canon``). The parse itself lives in ``conformance.judging.wire_reply``
 (the evidence reads it too); here is what the checks build on it.
 """
 
 from __future__ import annotations
 
-from conformance.evidence import response_of
-from conformance.wire_reply import WireReply, wire_reply
+from conformance.judging.evidence import response_of
+from conformance.judging.wire_reply import WireReply, wire_reply
 from fakes.journal import ChatEntry
 
 __all__ = ["WireReply", "answer_of", "call_ids", "request_diff", "same_request", "wire_reply"]

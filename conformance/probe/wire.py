@@ -4,7 +4,7 @@ Theory of operation: the probe's requests are written once, as chat-completions 
 (``probes``). For another dialect they are rendered the way the reference agent renders them
 (its codec, ``conformance.reference.agent.codec_for``), sent to that dialect's endpoint under
 the base URL with its credential header, and each reply is read back into the chat view
-(``conformance.canon``: ``message_stop`` is ``[DONE]``, ``stop_reason`` is ``finish_reason``,
+(``conformance.judging.canon``: ``message_stop`` is ``[DONE]``, ``stop_reason`` is ``finish_reason``,
 thinking is ``reasoning_content``, an ``error`` event an in-band error) before the observations
 read it. The exchange keeps the bytes as they arrived; only the observations see the chat view.
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from conformance.canon import chat_sent
+from conformance.judging.canon import chat_sent
 from conformance.probe.exchange import Exchange
 from conformance.probe.probes import ProbeRequest
 from conformance.reference.agent import codec_for

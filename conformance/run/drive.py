@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.adapters.interface import Adapter, RunOutcome, RunRequest, Status
-from conformance.deadlines import deadline_s
+from conformance.judging.deadlines import deadline_s
 from conformance.run.gate import DEFAULT_DIALECT
 from fakes import FakesError, GatewayHandle, Scenario, SessionHandle
 from fakes.journal import Journal

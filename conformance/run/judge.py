@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from conformance.catalogue import Criterion, by_id
 from conformance.checks import FINAL_ON_PARTIAL, INVARIANTS, run_check
-from conformance.evidence import Evidence
+from conformance.judging.evidence import Evidence
+from conformance.judging.timing import DEFAULT_TIMING, Timing
 from conformance.run.drive import Drive
 from conformance.run.gate import MCP_TOOLS, Admission
-from conformance.timing import DEFAULT_TIMING, Timing
 from conformance.verdicts import Verdict, verdict_for
 from fakes import Scenario
 
@@ -41,7 +41,7 @@ CRASH_CRITERION = "ERR-05"
 @dataclass(frozen=True)
 class Allowances:
     """What timing checks judge with beyond the record: the machine's allowances measured at
-    the run's start (``conformance.timing``) and the agent's own time per wait (mean and
+    the run's start (``conformance.judging.timing``) and the agent's own time per wait (mean and
     spread, real seconds: ``conformance.calibration``)."""
 
     timing: Timing = DEFAULT_TIMING

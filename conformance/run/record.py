@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from conformance.adapters.interface import REDACTED, Status, key_marker, redact, redact_obj
+from conformance.judging.timing import DEFAULT_TIMING, Timing
 from conformance.run.drive import Drive
 from conformance.run.judge import Allowances
-from conformance.timing import DEFAULT_TIMING, Timing
 from fakes.journal import Journal
 
 __all__ = ["EVIDENCE_FIELDS", "drive_of", "evidence_digest", "judged_with", "recorded"]

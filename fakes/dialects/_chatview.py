@@ -1,6 +1,6 @@
 """Building blocks of the canonical chat-completions view that every dialect reads back into.
 
-The chat view is what the checks read (see ``conformance.canon``): request bodies with
+The chat view is what the checks read (see ``conformance.judging.canon``): request bodies with
 ``messages``/``tools``/``max_tokens``, and the bytes a chat-completions gateway would have sent.
 A dialect's read-back (``read_body``, ``stream_reader``, ``read_json``) builds it from these
 pieces, so that every dialect writes the same serialisation the chat renderer does.

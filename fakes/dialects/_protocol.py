@@ -6,7 +6,7 @@ A dialect is one module named after the dialect (``fakes/dialects/<name>.py``), 
 neutral reply as a JSON body or as a stream of events (``fakes.plan``), places faults at neutral
 positions (``marks``), shapes its errors and the bytes faults inject, and reads its own requests
 and replies back into the canonical chat-completions view (``read_body``, ``stream_reader``,
-``read_json``; used by ``conformance.canon``). ``openai_chat`` *is* that view, so its
+``read_json``; used by ``conformance.judging.canon``). ``openai_chat`` *is* that view, so its
 read-back and its match view are the identity and its ``marks`` are the neutral scale.
 """
 

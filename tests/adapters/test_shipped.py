@@ -18,19 +18,19 @@ from pathlib import Path
 import pytest
 
 from conformance.adapters import RunRequest, make_adapter
+from conformance.adapters.guard import (
+    LoopbackGuard,
+    RefusingProxy,
+    certify_problems,
+    netns_available,
+    proxy_env,
+)
 from conformance.adapters.shipped import (
     ProfileError,
     ShippedAdapter,
     load_profile,
     parse_output,
     render,
-)
-from conformance.guard import (
-    LoopbackGuard,
-    RefusingProxy,
-    certify_problems,
-    netns_available,
-    proxy_env,
 )
 from conformance.runner import run_scenario
 from fakes import Scenario

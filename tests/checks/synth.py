@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from conformance.evidence import Evidence
+from conformance.judging.evidence import Evidence
 
 SCALE = 0.02
 NS = 1_000_000_000

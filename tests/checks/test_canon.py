@@ -21,19 +21,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.canon import (
+from conformance.checks import run_check
+from conformance.checks.lop import reply_of
+from conformance.checks.mfb import is_overload
+from conformance.checks.registry import CHECKS
+from conformance.checks.str_ import wire_reply
+from conformance.judging.canon import (
     anthropic_body,
     canonical_entry,
     canonical_journal,
     chat_sent,
     responses_body,
 )
-from conformance.checks import run_check
-from conformance.checks.lop import reply_of
-from conformance.checks.mfb import is_overload
-from conformance.checks.registry import CHECKS
-from conformance.checks.str_ import wire_reply
-from conformance.evidence import Evidence, asked_wait, is_failed
+from conformance.judging.evidence import Evidence, asked_wait, is_failed
 from fakes import Gateway, SyncGateway, load_scenario
 from fakes.plan import make_plan
 from fakes.scenario import Scenario

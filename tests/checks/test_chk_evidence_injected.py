@@ -3,7 +3,7 @@ included, was written after it (a small body goes out whole before the client re
 
 from __future__ import annotations
 
-from conformance.evidence import is_failed
+from conformance.judging.evidence import is_failed
 
 _BAD = 'data: {"choices": [{"delta": \n\n'
 _OWN = ['data: {"role": 1}\n\n', 'data: {"t": 1}\n\n', 'data: {"f": 1}\n\n', "data: [DONE]\n\n"]

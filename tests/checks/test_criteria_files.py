@@ -120,9 +120,9 @@ def test_the_numbers_the_checks_read() -> None:
 
 
 def test_the_checks_use_the_rows_numbers() -> None:
-    from conformance import deadlines
     from conformance.checks import fmt, lop, rty, rty_cases, str_, trn
-    from conformance.evidence import nominal_backoff
+    from conformance.judging import deadlines
+    from conformance.judging.evidence import nominal_backoff
 
     assert (rty.MAX_RETRIES, rty.JITTER_LOW, rty.JITTER_HIGH) == (10, 0.75, 1.25)
     assert (deadlines.MAX_RETRIES, deadlines.JITTER_LOW, deadlines.JITTER_HIGH) == (10, 0.75, 1.25)

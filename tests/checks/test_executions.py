@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from conformance.checks.tjs import host_output
-from conformance.evidence import Evidence
-from conformance.executions import mcp_messages
+from conformance.judging.evidence import Evidence
+from conformance.judging.executions import mcp_messages
 from fakes.mcp import SESSION_HEADER
 from fakes.pytest_plugin import fake_gateway, sessions_on  # noqa: F401 (fixture)
 

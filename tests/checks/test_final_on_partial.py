@@ -14,7 +14,7 @@ import pytest
 from conformance.checks import CHECKS, FINAL_ON_PARTIAL, registry, run_check
 from conformance.checks.declare import declared
 from conformance.checks.seed_strings import CONTINUATION_TEXT
-from conformance.evidence import Evidence, nominal_backoff
+from conformance.judging.evidence import Evidence, nominal_backoff
 from tests.checks.synth import Journal, cut, cut_points
 
 USER = {"role": "user", "content": "Say hello."}

@@ -21,8 +21,8 @@ from conformance.checks.jitter import (
     meet_probability,
 )
 from conformance.checks.rty import JITTER_EARLY_S
-from conformance.evidence import nominal_backoff
-from conformance.timing import Timing
+from conformance.judging.evidence import nominal_backoff
+from conformance.judging.timing import Timing
 from tests.checks.synth import Journal
 
 LO, HI = 0.75, 1.25  # RTY-03's jitter band: the 25 % jitter RTY-08 is tested against

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from conformance.checks import run_check
-from conformance.evidence import Evidence
+from conformance.judging.evidence import Evidence
 from fakes.mcp import SESSION_HEADER
 from fakes.pytest_plugin import fake_gateway, sessions_on  # noqa: F401 (fixture)
 

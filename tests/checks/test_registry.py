@@ -11,7 +11,7 @@ from conformance.catalogue import CATALOGUE
 from conformance.checks import CHECKS, FINAL_ON_PARTIAL, INVARIANTS, check_for, run_check
 from conformance.checks.declare import check, declared
 from conformance.checks.registry import _AREAS
-from conformance.evidence import Evidence
+from conformance.judging.evidence import Evidence
 
 # criterion -> the area module and function that judges it
 PINNED_CHECKS = {

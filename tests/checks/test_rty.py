@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from conformance.checks import FINAL_ON_PARTIAL, run_check
-from conformance.evidence import Evidence, is_failed, nominal_backoff
+from conformance.judging.evidence import Evidence, is_failed, nominal_backoff
 from tests.checks.synth import Journal, cut, turn_end
 
 

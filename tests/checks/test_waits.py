@@ -6,7 +6,7 @@ import pytest
 
 from conformance.checks import run_check
 from conformance.checks.waits import retry_waits
-from conformance.evidence import nominal_backoff
+from conformance.judging.evidence import nominal_backoff
 from tests.checks.synth import Journal
 
 

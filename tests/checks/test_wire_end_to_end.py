@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from conformance.checks import run_check
-from conformance.evidence import Evidence, nominal_backoff
+from conformance.judging.evidence import Evidence, nominal_backoff
 from fakes import Gateway, SyncGateway, load_scenario
 
 SCALE = 0.02

@@ -163,9 +163,9 @@ def test_in_band_error_round_trip(name: str) -> None:
 
 @pytest.mark.parametrize("name", OTHERS)
 def test_error_body_round_trip(name: str) -> None:
-    """An error body keeps its message and type in the chat view (through ``conformance.canon``,
+    """An error body keeps its message and type in the chat view (through ``conformance.judging.canon``,
     which unwraps error envelopes before a dialect reads a reply)."""
-    from conformance.canon import chat_sent
+    from conformance.judging.canon import chat_sent
 
     d = REGISTRY[name]
     sent = json.dumps(d.error_body("no such model", "not_found_error"))

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
-from conformance.wire_reply import wire_reply
+from conformance.judging.wire_reply import wire_reply
 from fakes.journal import ChatEntry, Entry, Response, ToolEntry
 
 __all__ = ["tool_executions", "mcp_messages"]

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from conformance.catalogue import by_id
-from conformance.evidence import RETRYABLE_STATUSES, nominal_backoff
+from conformance.judging.evidence import RETRYABLE_STATUSES, nominal_backoff
 from fakes import Scenario, Step
 from fakes.faults import FAULTS
 from fakes.plan import make_plan

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeGuard, cast
 
-from conformance.canon import canonical_journal
 from conformance.catalogue import by_id
-from conformance.executions import tool_executions
-from conformance.timing import DEFAULT_TIMING, EARLY_SLACK_S, LATE_FLOOR_S, Timing
-from conformance.wire_reply import wire_reply
+from conformance.judging.canon import canonical_journal
+from conformance.judging.executions import tool_executions
+from conformance.judging.timing import DEFAULT_TIMING, EARLY_SLACK_S, LATE_FLOOR_S, Timing
+from conformance.judging.wire_reply import wire_reply
 from fakes.compaction import is_compaction
 from fakes.faults import FAULTS
 from fakes.journal import ChatEntry, Entry, Journal, Response, ToolEntry
@@ -40,7 +40,7 @@ __all__ = [
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 # Scheduling slack per attempt, in real seconds: an attempt may come this much early...
 SLACK_REAL_S = EARLY_SLACK_S
-# ...and at least this much late (a run measures how much more: ``conformance.timing``): a
+# ...and at least this much late (a run measures how much more: ``conformance.judging.timing``): a
 # loaded machine delays wake-ups far more than it advances them.
 LATE_SLACK_REAL_S = LATE_FLOOR_S
 
@@ -182,7 +182,7 @@ class Evidence:
     # unknown (evidence built by hand).
     stopped_ns: int | None = None
     # Its chat-completions view, which the checks read: entries of other dialects translated
-    # (conformance.canon), the same dicts' shape.
+    # (conformance.judging.canon), the same dicts' shape.
     journal: Journal = field(init=False, repr=False)
     _tools: list[ToolEntry] = field(init=False, repr=False)
 
@@ -271,7 +271,7 @@ class Evidence:
 
     def tool_entries(self) -> list[ToolEntry]:
         """Hosted tool executions in arrival order, over HTTP or MCP, in one shape (an MCP
-        ``tools/call`` as the tool host's HTTP entry: ``conformance.executions``)."""
+        ``tools/call`` as the tool host's HTTP entry: ``conformance.judging.executions``)."""
         return list(self._tools)
 
     def sent_after(self, t0_ns: int) -> list[Entry]:

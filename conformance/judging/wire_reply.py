@@ -2,8 +2,8 @@
 
 The checks judge what the agent was given, not what the scenario meant to give it: a reply is
 parsed from the SSE or JSON the gateway wrote (possibly cut), in the chat-completions shape the
-journal is read in (``conformance.canon``). Below the checks: the evidence reads it too, to tell
-which model tool call an MCP tool call carries out (``conformance.executions``).
+journal is read in (``conformance.judging.canon``). Below the checks: the evidence reads it too, to tell
+which model tool call an MCP tool call carries out (``conformance.judging.executions``).
 """
 
 from __future__ import annotations
