@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.errors import ResultsError
+from reports.html import catalogue_versions
 from reports.merge import merge_shards
 from reports.render import render
 from reports.schema import validate_results
@@ -63,6 +64,13 @@ def run(args: argparse.Namespace) -> tuple[int, list[dict[str, Any]]]:
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2, []
+    versions = catalogue_versions([d["run"] for d in docs])
+    if len(versions) > 1:
+        print(
+            "warning: these results were judged by different catalogue releases "
+            f"({', '.join(versions)}): a verdict may differ between them by the rules alone",
+            file=sys.stderr,
+        )
     print(index)
     return 0, docs
 

@@ -74,6 +74,12 @@ def _timing(run: dict[str, Any]) -> dict[str, str] | None:
     }
 
 
+def catalogue_versions(runs: list[dict[str, Any]]) -> list[str]:
+    """The catalogue releases that judged ``runs``, in order ("(before releases)" for none)."""
+    seen = [str(r.get("catalogue_version") or "(before releases)") for r in runs]
+    return list(dict.fromkeys(seen))
+
+
 def _reactions(agents: list[AgentView]) -> list[dict[str, str]]:
     """Each agent's own reaction, as the run measured it before its scenarios (the first
     scenario entry that carries it), beside the machine's allowances."""
@@ -130,6 +136,7 @@ def render_html(report: Report, out_dir: Path, redactor: Redactor) -> Path:
             matrix=matrix(report, anchor),
             timing=[_timing(r) for r in report.runs],
             reactions=_reactions(report.agents),
+            catalogue_versions=catalogue_versions(report.runs),
             root="",
         ),
         encoding="utf-8",

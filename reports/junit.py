@@ -37,6 +37,12 @@ def render_junit(results: Sequence[dict[str, Any]], *, secrets: Sequence[str] = 
     grand = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for agent in report.agents:
         suite = ET.SubElement(root, "testsuite", name=agent.name)
+        # Which rules judged these verdicts (the catalogue's release and the digest of its rules).
+        props = ET.SubElement(suite, "properties")
+        for key in ("catalogue_version", "catalogue_sha256", "harness_version", "repeat"):
+            value = agent.run.get(key)
+            if value is not None:
+                ET.SubElement(props, "property", name=key, value=str(value))
         counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
         total_time = 0.0
         for cid, area, sid, s in _cases(report, agent):

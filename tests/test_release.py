@@ -60,3 +60,32 @@ def test_changes_between_releases_are_those_after_the_older_one():
     assert [v for v, _ in changes_between("0.0.0")] == [
         r.version for r in releases() for _ in r.changes
     ]
+
+
+def test_the_report_and_junit_name_the_release_and_warn_when_runs_differ(tmp_path, capsys):
+    import copy
+    import json
+
+    from conformance.cli import main
+    from conformance.release import rules_sha256
+
+    sample = Path(__file__).parent / "reports" / "sample_results.json"
+    doc = json.loads(sample.read_text("utf-8"))
+    doc["run"]["catalogue_version"], doc["run"]["catalogue_sha256"] = "1.0.0", rules_sha256()
+    other = copy.deepcopy(doc)
+    other["run"]["catalogue_version"] = "1.1.0"
+    for agent in other["agents"]:
+        agent["name"] += "-next"
+    files = [tmp_path / "a.json", tmp_path / "b.json"]
+    for f, d in zip(files, (doc, other), strict=True):
+        f.write_text(json.dumps(d), encoding="utf-8")
+    assert main(["report", str(files[0]), "--out", str(tmp_path / "one")]) == 0
+    index = (tmp_path / "one" / "index.html").read_text("utf-8")
+    assert "judged by the catalogue" in index and rules_sha256()[:12] in index
+    junit = (tmp_path / "one" / "junit.xml").read_text("utf-8")
+    assert '<property name="catalogue_version" value="1.0.0"' in junit
+    assert f'<property name="catalogue_sha256" value="{rules_sha256()}"' in junit
+    capsys.readouterr()
+    assert main(["report", *map(str, files), "--out", str(tmp_path / "two")]) == 0
+    assert "judged by different catalogue releases (1.0.0, 1.1.0)" in capsys.readouterr().err
+    assert "different catalogue releases" in (tmp_path / "two" / "index.html").read_text("utf-8")
