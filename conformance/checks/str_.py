@@ -362,7 +362,9 @@ def check_str_10(ev: Evidence) -> Finding:
         waited = (int(again["t_arrival_ns"]) - int(headers_ns)) / 1e9 / ev.time_scale
     if not judged:
         return not_applicable(expected, "no stream went silent in this run")
-    return passed(expected, f"{judged} silent stream(s) abandoned; recovered after {waited:.1f} s")
+    return passed(
+        expected, f"{judged} silent stream(s) abandoned; recovered after {ev.both_units(waited)}"
+    )
 
 
 # --- STR-11: only the successful request's usage counts ------------------------------------

@@ -335,13 +335,17 @@ def check_tol_04(ev: Evidence) -> Finding:
             # by its own time to send a request (its reaction).
             if moved is not None and moved < limit - max(ev.slack, ev.late_slack) - ev.reaction:
                 return failed(
-                    expected, f"{where}: abandoned after {moved:.2f} s, before the {limit} s limit"
+                    expected,
+                    f"{where}: abandoned after {ev.both_units(moved)}, before the {limit} s limit "
+                    "(scenario seconds)",
                 )
             # Late by more than a timer's slop: the limit the agent enforced is not the one it
             # was given (the tool ran on past it only because the hang was longer still).
             if moved is not None and moved > limit * (1 + LIMIT_LATE_SHARE) + ev.late_slack:
                 return failed(
-                    expected, f"{where}: stopped after {moved:.2f} s, past the {limit} s limit"
+                    expected,
+                    f"{where}: stopped after {ev.both_units(moved)}, past the {limit} s limit "
+                    "(scenario seconds)",
                 )
             if moved is None or call.result is None:
                 if not turn_over(ev):

@@ -215,6 +215,10 @@ class Evidence:
         """How late an attempt may be, beyond its upper bound, in nominal seconds."""
         return (self.timing.late_slack_s + self.overhead_spread_s) / self.time_scale
 
+    def both_units(self, nominal: float) -> str:
+        """A duration in scenario seconds with the real time beside: "9.040 s (180.8 ms real)"."""
+        return f"{nominal:.3f} s ({nominal * self.time_scale * 1000:.1f} ms real)"
+
     @property
     def reaction(self) -> float:
         """The agent's own time between deciding to send a request and its arrival, at most,

@@ -102,3 +102,10 @@ def test_a_retry_that_differs_names_the_keys_as_words() -> None:
     f = run_check("RTY-12", j.evidence([turn_end()]))
     assert f.outcome == "fail"
     assert f.observed == "retry at seq 1 differs from seq 0 in 'messages'"
+
+
+def test_a_duration_is_given_in_scenario_seconds_with_the_real_time_beside():
+    from conformance.judging.evidence import Evidence
+
+    ev = Evidence(scenario={"id": "s"}, raw_journal={"entries": []}, time_scale=0.02)
+    assert ev.both_units(9.04) == "9.040 s (180.8 ms real)"
