@@ -266,12 +266,11 @@ def _moved(
         a = (after.get(cid) or {}).get("verdict", "-")
         if a != b:
             changes: tuple[tuple[str, Change], ...] = ()
-            if judged_by:
-                changes = tuple(
-                    (v, c)
-                    for v, c in changes_between(judged_by)
-                    if not c.criteria or cid in c.criteria
-                )
+            try:
+                released = changes_between(judged_by) if judged_by else []
+            except ValueError:  # not a release version: no changes to name
+                released = []
+            changes = tuple((v, c) for v, c in released if not c.criteria or cid in c.criteria)
             out.append(Moved(agent, sid, cid, b, a, changes))
     return out
 

@@ -143,3 +143,18 @@ def test_rejudge_writes_the_rejudged_results_with_the_installed_release(small, t
     again = json.loads(out.read_text())
     assert again["run"]["catalogue_sha256"] == rules_sha256()
     assert again["run"]["rejudged"] == {"from_catalogue_version": CATALOGUE_VERSION, "moved": 0}
+
+
+def test_a_release_that_is_not_a_version_is_no_crash(small, monkeypatch):
+    real = judge_module.run_check
+
+    def moved(cid, ev):
+        from conformance.checks.finding import Finding
+
+        return Finding("fail", "e", "o") if cid == "RTY-01" else real(cid, ev)
+
+    monkeypatch.setattr(judge_module, "run_check", moved)
+    doc = copy.deepcopy(small)
+    doc["run"]["catalogue_version"] = "not-a-version"
+    r = rj.rejudge(doc)
+    assert r.moved and all(m.changes == () for m in r.moved)
