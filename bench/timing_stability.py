@@ -141,9 +141,9 @@ def run_once(
         "timing": {
             k: v for k, v in (doc["run"].get("timing") or {}).items() if k != "calibrations"
         },
+        # Timing verdicts whose first run failed and a slower clock overturned or confirmed.
         "confirmed": sorted(
-            {cid for s in agent["scenarios"] if s.get("first_run") for cid in crit}
-            & {cid for cid, c in crit.items() for v in c["scenarios"] if v.get("confirmed")}
+            {cid for cid, c in crit.items() for v in c["scenarios"] if v.get("confirmed")}
         ),
         "reaction": next((s["reaction"] for s in agent["scenarios"] if s.get("reaction")), None),
         "wall_s": round(wall, 1),

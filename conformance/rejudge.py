@@ -108,20 +108,24 @@ def _from_bundle(path: Path) -> dict[str, Any]:
     return data
 
 
+def _traits(agent: Mapping[str, Any]) -> AgentTraits:
+    """What the gate knew of the agent, as its results entry saved it (``runner.agent_results``)."""
+    saved = agent.get("traits") or {}
+    return AgentTraits(
+        takes_history=bool(saved.get("takes_history", True)),
+        config_ignored=frozenset(saved.get("config_ignored") or ()),
+    )
+
+
 def _verdicts_of(
     entry: ScenarioEntry, agent: Mapping[str, Any], run: Mapping[str, Any]
 ) -> dict[str, ScenarioVerdict]:
     """One saved run of a scenario, judged again (module doc)."""
     scenario = Scenario.from_dict(entry["scenario"], source=str(entry.get("file") or entry["id"]))
-    saved = agent.get("traits") or {}
-    traits = AgentTraits(
-        takes_history=bool(saved.get("takes_history", True)),
-        config_ignored=frozenset(saved.get("config_ignored") or ()),
-    )
     admission = admit(
         scenario,
         set(agent.get("capabilities") or ()),
-        traits,
+        _traits(agent),
         dialect=str(run.get("dialect") or "openai_chat"),
         tool_transport=str(run.get("tool_transport") or "http"),
     )
@@ -219,16 +223,12 @@ def rejudge(doc: dict[str, Any]) -> Rejudged:
                     name, entry["id"], old.get(entry["id"], {}), verdicts, judged_by
                 )
             runs.append((entry, verdicts))
-        traits = agent.get("traits") or {}
         rebuilt = agent_results(
             name,
             str(agent.get("adapter") or name),
             agent.get("capabilities") or (),
             runs,
-            traits=AgentTraits(
-                takes_history=bool(traits.get("takes_history", True)),
-                config_ignored=frozenset(traits.get("config_ignored") or ()),
-            ),
+            traits=_traits(agent),
         )
         agents.append(rebuilt)
     out.document = {

@@ -112,11 +112,28 @@ def test_a_deliberate_rule_change_moves_exactly_the_verdicts_it_touches(small, m
     assert {(m.before, m.after) for m in r.moved} == {("PASS", "FAIL")}
 
 
-def test_a_results_file_of_another_release_names_the_changes_in_between(small):
+def test_a_results_file_of_another_release_names_the_changes_in_between(small, monkeypatch):
+    from conformance.checks.finding import Finding
+    from conformance.release import releases
+
+    real = judge_module.run_check
+    monkeypatch.setattr(
+        judge_module,
+        "run_check",
+        lambda cid, ev: Finding("fail", "e", "o") if cid == "RTY-01" else real(cid, ev),
+    )
     doc = copy.deepcopy(small)
     doc["run"]["catalogue_version"] = "0.9.0"
     r = rj.rejudge(doc)
-    assert not r.same_rules and r.moved == []
+    assert not r.same_rules and r.moved
+    # Every release after 0.9.0 up to the installed one, with the changes that can move RTY-01.
+    named = [(r.version, c) for r in releases() for c in r.changes]
+    for m in r.moved:
+        assert m.criterion == "RTY-01"
+        assert list(m.changes) == [
+            (v, c) for v, c in named if not c.criteria or "RTY-01" in c.criteria
+        ]
+        assert m.changes
 
 
 def test_the_command_checks_a_bundle_and_refuses_a_changed_one(small, tmp_path, capsys):
