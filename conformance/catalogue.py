@@ -36,6 +36,7 @@ import yaml
 
 from conformance.errors import ConformanceError
 from fakes.dialects import NAMES
+from fakes.scenario import FAST_LOADER
 
 __all__ = [
     "Criterion",
@@ -174,7 +175,8 @@ def _load() -> tuple[dict[str, str], tuple[Criterion, ...]]:
     rows: list[Criterion] = []
     for area in _AREA_ORDER:
         name = f"conformance/criteria/{area.lower()}.yaml"
-        doc = yaml.safe_load(folder.joinpath(f"{area.lower()}.yaml").read_text(encoding="utf-8"))
+        text = folder.joinpath(f"{area.lower()}.yaml").read_text(encoding="utf-8")
+        doc = yaml.load(text, Loader=FAST_LOADER)
         if not isinstance(doc, dict) or set(doc) != {"area", "name", "criteria"}:
             raise CatalogueError(f"{name}: the file holds exactly area, name and criteria")
         if doc["area"] != area or not isinstance(doc["name"], str):

@@ -196,7 +196,7 @@ def run_in_pytest(session: RunSession, scenarios: list[Scenario]) -> bool:
         if settings.keyword:
             words += ["-k", settings.keyword]
         if settings.processes > 1:
-            words += ["-p", "xdist.plugin", "-n", str(settings.processes)]
+            words += ["-p", "xdist.plugin", "-n", str(settings.processes), "--dist", "worksteal"]
         saved = os.environ.get(_NO_AUTOLOAD)
         os.environ[_NO_AUTOLOAD] = "1"  # inherited by the xdist workers
         try:
@@ -212,8 +212,10 @@ def run_in_pytest(session: RunSession, scenarios: list[Scenario]) -> bool:
 
 
 def _looks_like_scenario(path: Path) -> bool:
+    from fakes.scenario import FAST_LOADER
+
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=FAST_LOADER)
     except (OSError, yaml.YAMLError):
         return True  # let loading report the problem with file and line
     return isinstance(doc, dict) and "script" in doc
