@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from conformance.adapters.interface import Adapter, FastClock
@@ -44,7 +44,9 @@ __all__ = [
     "SPEED_BOUND",
     "SPREAD_LIMIT_S",
     "Calibration",
+    "ClockChoice",
     "calibrate",
+    "choose_clock",
     "measure_reaction",
 ]
 
@@ -180,13 +182,53 @@ def _measure(
     return judge(speed, _waits(entry), _announced(entry))
 
 
+@dataclass(frozen=True)
+class ClockChoice:
+    """What a calibration chose: the speed for every scenario and the one for scenarios resting
+    on timing (None: real time), the accepted calibrations by speed, and why."""
+
+    speed: float | None
+    timing_speed: float | None
+    accepted: dict[float, Calibration]
+    note: str
+
+    def adopt(self, clock: FastClock) -> None:
+        """Put ``clock``, calibrated by another process of the run, on this choice. Its speeds
+        are asked for first: that readies the warp in this process, or says why it is refused
+        here (then it stays in real time, its ``warp_note`` saying why)."""
+        if clock.warp_speeds():
+            clock.use_clock(self.speed, self.timing_speed, dict(self.accepted), self.note)
+
+    def as_json(self) -> dict[str, Any]:
+        """A JSON object :meth:`from_json` reads back (the run's other processes use it)."""
+        return {
+            "speed": self.speed,
+            "timing_speed": self.timing_speed,
+            "accepted": [asdict(c) for c in self.accepted.values()],
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ClockChoice:
+        accepted = [Calibration(**c) for c in doc["accepted"]]
+        return cls(doc["speed"], doc["timing_speed"], {c.speed: c for c in accepted}, doc["note"])
+
+
 def calibrate(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> dict[float, Calibration]:
     """Calibrate every speed of the adapter's fast clock; put it on the fastest accepted (for
     scenarios resting on timing: the fastest whose spread fits, else real time). Returns the
     accepted calibrations by speed ({} for an agent on no fast clock)."""
+    choice = choose_clock(gateway, adapter, dialect)
+    if choice is None:
+        return {}
+    return choice.accepted
+
+
+def choose_clock(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> ClockChoice | None:
+    """:func:`calibrate`, returning the whole choice it applied (None: no fast clock)."""
     clock = adapter.fast_clock
     if clock is None:
-        return {}
+        return None
     scenario = Scenario.from_dict(SCENARIO, source="<clock calibration>")
     accepted: dict[float, Calibration] = {}
     notes = []
@@ -195,8 +237,8 @@ def calibrate(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> dict[fl
         for speed in speeds:
             cal = _measure(gateway, adapter, clock, scenario, dialect, speed)
             if cal.accepted and not cal.timing_ok:
-                # Four waits, all processes of the run starting at once: one hiccup decides the
-                # spread. Measured once more; the steadier of the two is kept.
+                # Four waits on a loaded machine: one hiccup decides the spread. Measured once
+                # more; the steadier of the two is kept.
                 again = _measure(gateway, adapter, clock, scenario, dialect, speed)
                 if again.accepted and again.spread_s < cal.spread_s:
                     cal = again
@@ -205,8 +247,6 @@ def calibrate(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> dict[fl
             notes.append(f"x{speed:g}: {cal.reason}")
     finally:
         clock.try_speed(None)
-    if not speeds:
-        return accepted
     fast = max(accepted, default=None)
     timing = max((s for s, c in accepted.items() if c.timing_ok), default=None)
     capped = timing is None and fast is not None
@@ -228,8 +268,10 @@ def calibrate(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> dict[fl
             + "; ".join(notes)
             + ")"
         )
-    clock.use_clock(fast, timing, accepted, note)
-    return accepted
+    choice = ClockChoice(fast, timing, accepted, note)
+    if speeds:
+        clock.use_clock(fast, timing, dict(accepted), note)
+    return choice
 
 
 def measure_reaction(

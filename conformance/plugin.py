@@ -175,6 +175,7 @@ def run_in_pytest(session: RunSession, scenarios: list[Scenario]) -> bool:
     import tempfile
 
     from conformance.session import RunInputError
+    from conformance.share import ENV as SHARE_ENV
 
     settings = session.settings
     # With --update-expectations the run is not gated: the items judge against none.
@@ -197,15 +198,20 @@ def run_in_pytest(session: RunSession, scenarios: list[Scenario]) -> bool:
             words += ["-k", settings.keyword]
         if settings.processes > 1:
             words += ["-p", "xdist.plugin", "-n", str(settings.processes), "--dist", "worksteal"]
-        saved = os.environ.get(_NO_AUTOLOAD)
-        os.environ[_NO_AUTOLOAD] = "1"  # inherited by the xdist workers
+        share = Path(tmp) / "share"
+        share.mkdir()
+        # Inherited by the xdist workers: no plugin autoloading; one calibration per run.
+        inherited = {_NO_AUTOLOAD: "1", SHARE_ENV: str(share)}
+        saved = {k: os.environ.get(k) for k in inherited}
+        os.environ.update(inherited)
         try:
             rc = pytest.main(words, plugins=[handoff])
         finally:
-            if saved is None:
-                os.environ.pop(_NO_AUTOLOAD, None)
-            else:
-                os.environ[_NO_AUTOLOAD] = saved
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
     if not handoff.ended:
         raise RunInputError(f"the pytest run ended without results (exit {int(rc)})")
     return handoff.interrupted

@@ -58,6 +58,7 @@ from conformance.runner import (
     run_checked,
     run_suite,
 )
+from conformance.share import Share
 
 if TYPE_CHECKING:
     from fakes import GatewayHandle, Scenario
@@ -185,6 +186,7 @@ class RunSession:
         self.timing: Timing = DEFAULT_TIMING  # this process's, once its gateway started
         self._calibrations: dict[str, dict[str, Any]] = {}  # every process's, by process
         self._reactions: dict[str, Reaction] = {}  # each agent's in this process, by label
+        self._share = Share.from_env()  # what one process of the run measures for all
 
     # --- input ---------------------------------------------------------------------------------
 
@@ -268,11 +270,20 @@ class RunSession:
         clock = adapter.fast_clock
         reaction = NO_REACTION
         if clock is not None and clock.needs_calibration():
-            from conformance.calibration import calibrate
+            from conformance.calibration import ClockChoice, choose_clock
 
-            calibrate(self.gateway(), adapter, self.settings.dialect)
+            def measure() -> dict[str, Any]:
+                choice = choose_clock(self.gateway(), adapter, self.settings.dialect)
+                return {} if choice is None else choice.as_json()
+
+            # One calibration for the whole run: the first process calibrates, the others wait
+            # for it and take its choice (conformance.share).
+            found, here = self._share.once(f"clock of {agent.label}", measure)
+            if not here and found:
+                ClockChoice.from_json(found).adopt(clock)
             if self.settings.progress:
-                _say(f"[clock] {adapter.name}: {clock.warp_note}")
+                whose = "" if here else " (calibrated by another process of the run)"
+                _say(f"[clock] {adapter.name}: {clock.warp_note}{whose}")
         elif clock is None and "time_scale" in adapter.capabilities():
             from conformance.calibration import measure_reaction
 

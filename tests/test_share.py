@@ -1,0 +1,134 @@
+"""One calibration per run: what one process measures, the run's other processes read."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.adapters.shipped import ShippedAdapter
+from conformance.calibration import ClockChoice, judge
+from conformance.options import RunSettings
+from conformance.session import AgentUnderTest, RunSession
+from conformance.share import ENV, Share
+from tests.adapters.test_warp import NODE_AGENT, NODE_PROFILE, needs_warp
+
+
+def _measure_and_count(folder: str, tally: str, out: Any) -> None:
+    def measure() -> dict[str, Any]:
+        with open(tally, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()}\n")
+        return {"by": os.getpid()}
+
+    found, here = Share(Path(folder)).once("clock of agent", measure)
+    out.put((found, here))
+
+
+def test_one_process_of_the_run_measures_and_the_others_read_it(tmp_path: Path) -> None:
+    tally = tmp_path / "tally"
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=_measure_and_count, args=(str(tmp_path), str(tally), out))
+        for _ in range(4)
+    ]
+    for p in procs:
+        p.start()
+    got = [out.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert len(tally.read_text().split()) == 1  # measured once
+    assert sorted(here for _, here in got) == [False, False, False, True]
+    assert len({json.dumps(found) for found, _ in got}) == 1  # all read the same
+
+
+def _die_while_measuring(folder: str) -> None:
+    def measure() -> dict[str, Any]:
+        os._exit(3)  # holding the lock
+
+    Share(Path(folder)).once("clock of agent", measure)
+
+
+def test_a_process_that_dies_measuring_leaves_the_measurement_to_the_next(
+    tmp_path: Path,
+) -> None:
+    p = multiprocessing.get_context("fork").Process(
+        target=_die_while_measuring, args=(str(tmp_path),)
+    )
+    p.start()
+    p.join(60)
+    assert p.exitcode == 3
+    found, here = Share(tmp_path).once("clock of agent", lambda: {"ok": 1})
+    assert (found, here) == ({"ok": 1}, True)
+
+
+def test_without_a_shared_folder_each_process_measures_for_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(ENV, raising=False)
+    share = Share.from_env()
+    calls: list[int] = []
+
+    def measure() -> dict[str, Any]:
+        calls.append(1)
+        return {"n": len(calls)}
+
+    for _ in range(2):
+        share.once("k", measure)
+    assert len(calls) == 2
+
+
+def test_a_clock_choice_reads_back_as_it_was_written() -> None:
+    fit, loose = judge(5.0, [0.2, 0.8, 0.2, 0.8]), judge(20.0, [0.05, 0.2, 0.05, 0.3])
+    choice = ClockChoice(20.0, 5.0, {20.0: loose, 5.0: fit}, "time warp x20")
+    again = ClockChoice.from_json(json.loads(json.dumps(choice.as_json())))
+    assert again == choice
+
+
+@needs_warp
+def test_the_second_process_of_a_run_takes_the_first_ones_calibration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conformance import calibration
+
+    fit = judge(10.0, [0.12, 0.42, 0.12, 0.42])
+    choice = ClockChoice(10.0, 10.0, {10.0: fit}, "time warp x10")
+    calibrated = []
+
+    def choose_clock(gateway: Any, adapter: Any, dialect: str) -> ClockChoice:
+        calibrated.append(adapter)
+        adapter.warp_speeds()
+        adapter.use_clock(10.0, 10.0, {10.0: fit}, "time warp x10")
+        return choice
+
+    monkeypatch.setattr(calibration, "choose_clock", choose_clock)
+    monkeypatch.setenv(ENV, str(tmp_path / "share"))
+    (tmp_path / "share").mkdir()
+    agents = []
+    for process in ("gw0", "gw1"):
+        session = RunSession(RunSettings(progress=False), command="x")
+        session.process = process
+        session._gateway = object()  # type: ignore[assignment]  # never used by the stand-in
+        agent = _node_agent(tmp_path)
+        session.ready(AgentUnderTest("node-fake", "shipped:node-fake", agent))
+        agents.append(agent)
+    assert calibrated == [agents[0]]  # calibrated once, by the first process
+    # The second runs on the same fast clock: its scenarios at a tenth of real time.
+    for agent in agents:
+        assert agent.fixed_time_scale(timing=False) == pytest.approx(0.1)
+        assert agent.fixed_time_scale(timing=True) == pytest.approx(0.1)
+        assert agent.warp_note == "time warp x10"
+        assert not agent.needs_calibration()
+
+
+def _node_agent(tmp_path: Path) -> ShippedAdapter:
+    script = tmp_path / "node-fake"
+    script.write_text(NODE_AGENT)
+    script.chmod(0o755)
+    profile = tmp_path / "node-fake.yaml"
+    profile.write_text(NODE_PROFILE)
+    return ShippedAdapter(profile, bin_path=str(script), use_netns=False)
