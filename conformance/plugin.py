@@ -88,6 +88,8 @@ class _State:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.test_session = session
+        if self.is_worker:
+            self.run.prepare()  # its gateway starts while this process collects
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, _KEY, None)

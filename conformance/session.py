@@ -62,6 +62,7 @@ from conformance.share import Share
 
 if TYPE_CHECKING:
     from fakes import GatewayHandle, Scenario
+    from fakes.remote import GatewayProcess
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -182,6 +183,7 @@ class RunSession:
         self._agent_results: list[AgentResults] | None = None  # from run_in_process
         self._stack = contextlib.ExitStack()
         self._gateway: GatewayHandle | None = None
+        self._starting: GatewayProcess | None = None  # launched, not yet waited for
         self.process = "main"  # which of the run's processes this is (the xdist worker's id)
         self.timing: Timing = DEFAULT_TIMING  # this process's, once its gateway started
         self._calibrations: dict[str, dict[str, Any]] = {}  # every process's, by process
@@ -251,13 +253,28 @@ class RunSession:
         """This process's fake gateway, in a process of its own, started on first use (and the
         machine's timing calibrated then: ``conformance.judging.timing``) and stopped by :meth:`close`."""
         if self._gateway is None:
-            from fakes.remote import GatewayProcess
-
-            gateway = self._stack.enter_context(GatewayProcess.running())
+            gateway = self._launched()
+            self._starting = None
+            gateway.start()
             self.timing = measure(gateway, process=self.process)
             self._calibrations[self.process] = self.timing.as_dict()
             self._gateway = gateway
         return self._gateway
+
+    def prepare(self) -> None:
+        """Launch this process's gateway now, not waiting for it: its process starts while this
+        one collects the scenarios (a worker of ``-n N``); :meth:`gateway` then waits for it."""
+        if self._gateway is None:
+            self._launched()
+
+    def _launched(self) -> GatewayProcess:
+        if self._starting is None:
+            from fakes.remote import GatewayProcess
+
+            self._starting = GatewayProcess()
+            self._stack.callback(self._starting.stop)
+            self._starting.launch()
+        return self._starting
 
     def ready(self, agent: AgentUnderTest) -> Reaction:
         """Before an agent's first scenario in this process: calibrate its fast clock when it
@@ -300,7 +317,7 @@ class RunSession:
         return reaction
 
     def close(self) -> None:
-        self._gateway = None
+        self._gateway = self._starting = None
         self._stack.close()
 
     def run_in_process(self, scenarios: list[Any]) -> bool:

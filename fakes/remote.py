@@ -111,6 +111,25 @@ class GatewayProcess:
             gw.stop()
 
     def start(self) -> None:
+        """Start the child process (unless :meth:`launch` did) and wait until it serves."""
+        self.launch()
+        assert self._proc is not None
+        line = _read_line(self._proc, _START_TIMEOUT_S)
+        try:
+            hello = json.loads(line)
+            self.base_url, self.ca_file = hello["base_url"], hello.get("ca_file")
+        except (ValueError, KeyError, TypeError) as exc:
+            self.stop()
+            raise FakesError(f"the gateway process did not start: {line!r}") from exc
+        self.pid = self._proc.pid
+        if self.ca_file:
+            self._ssl = ssl.create_default_context(cafile=self.ca_file)
+
+    def launch(self) -> None:
+        """Start the child process without waiting for it: it imports and binds while the
+        caller goes on with its own start; :meth:`start` then waits for it."""
+        if self._proc is not None:
+            return
         root = str(Path(__file__).resolve().parent.parent)  # where ``fakes`` is imported from
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
@@ -124,16 +143,6 @@ class GatewayProcess:
             env=env,
             start_new_session=True,  # Ctrl-C is the harness's to handle
         )
-        line = _read_line(self._proc, _START_TIMEOUT_S)
-        try:
-            hello = json.loads(line)
-            self.base_url, self.ca_file = hello["base_url"], hello.get("ca_file")
-        except (ValueError, KeyError, TypeError) as exc:
-            self.stop()
-            raise FakesError(f"the gateway process did not start: {line!r}") from exc
-        self.pid = self._proc.pid
-        if self.ca_file:
-            self._ssl = ssl.create_default_context(cafile=self.ca_file)
 
     def stop(self) -> None:
         proc, self._proc = self._proc, None
