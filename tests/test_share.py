@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
-from conformance.adapters.shipped import ShippedAdapter
 from conformance.calibration import ClockChoice, judge
 from conformance.options import RunSettings
 from conformance.session import AgentUnderTest, RunSession
 from conformance.share import ENV, Share
-from tests.adapters.test_warp import NODE_AGENT, NODE_PROFILE, needs_warp
+from tests.adapters.test_warp import needs_warp, node_agent_at
 
 
 def _measure_and_count(folder: str, tally: str, out: Any) -> None:
@@ -113,7 +112,7 @@ def test_the_second_process_of_a_run_takes_the_first_ones_calibration(
         session = RunSession(RunSettings(progress=False), command="x")
         session.process = process
         session._gateway = object()  # type: ignore[assignment]  # never used by the stand-in
-        agent = _node_agent(tmp_path)
+        agent = node_agent_at(tmp_path)
         session.ready(AgentUnderTest("node-fake", "shipped:node-fake", agent))
         agents.append(agent)
     assert calibrated == [agents[0]]  # calibrated once, by the first process
@@ -123,12 +122,3 @@ def test_the_second_process_of_a_run_takes_the_first_ones_calibration(
         assert agent.fixed_time_scale(timing=True) == pytest.approx(0.1)
         assert agent.warp_note == "time warp x10"
         assert not agent.needs_calibration()
-
-
-def _node_agent(tmp_path: Path) -> ShippedAdapter:
-    script = tmp_path / "node-fake"
-    script.write_text(NODE_AGENT)
-    script.chmod(0o755)
-    profile = tmp_path / "node-fake.yaml"
-    profile.write_text(NODE_PROFILE)
-    return ShippedAdapter(profile, bin_path=str(script), use_netns=False)

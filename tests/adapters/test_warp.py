@@ -210,6 +210,11 @@ needs_warp = pytest.mark.skipif(_warp_ready() is not None, reason=str(_warp_read
 
 @pytest.fixture
 def node_agent(tmp_path: Path) -> ShippedAdapter:
+    return node_agent_at(tmp_path)
+
+
+def node_agent_at(tmp_path: Path) -> ShippedAdapter:
+    """The Node fake shipped agent, its script and profile written in ``tmp_path``."""
     script = tmp_path / "node-fake"
     script.write_text(NODE_AGENT)
     script.chmod(0o755)
