@@ -37,6 +37,8 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -51,6 +53,7 @@ from conformance.adapters.interface import (
     as_status,
     redact,
 )
+from conformance.adapters.shipped_history import FORMATS, Untellable
 from conformance.adapters.shipped_parsers import error_event
 from conformance.adapters.shipped_parsers import parse as parse_output
 from conformance.adapters.shipped_profile import (
@@ -124,9 +127,11 @@ class ShippedAdapter(AdapterBase):
         self.name = f"shipped:{self.profile.name}"
         self.use_netns = use_netns
         self._bin = bin_path  # tests point this at a fake agent
-        # Run as it ships: a new conversation (no history), and only the config its profile maps.
+        # Run as it ships: a new conversation, unless its profile says how it resumes a saved
+        # one (`history`); and only the config its profile maps.
         self.traits = AgentTraits(
-            takes_history=False, config_ignored=frozenset(self.profile.config_ignored)
+            takes_history=bool(self.profile.history),
+            config_ignored=frozenset(self.profile.config_ignored),
         )
         self.last_guard: dict[str, Any] = {}
         self.last_pgid: int | None = None
@@ -234,6 +239,7 @@ class ShippedAdapter(AdapterBase):
     def capabilities(self) -> set[str]:
         caps = set(self.profile.capabilities) | set(self.profile.drive)
         caps |= set(self.profile.mcp.get("capabilities") or [])
+        caps |= set(self.profile.history.get("capabilities") or [])
         if self.clock is not None:
             caps.add("time_scale")
         if self.profile.dialect != "openai_chat":
@@ -276,6 +282,9 @@ class ShippedAdapter(AdapterBase):
             "mcp_endpoint": mcp_endpoint(req.start),
             # The harness's own interpreter: a hook command the profile writes runs on it.
             "python": sys.executable,
+            # A history resumed (_write_history): filled in for runs with one.
+            "session_id": "",
+            "workdir_key": "",
         }
 
     def _drives(self, req: RunRequest) -> dict[str, dict[str, Any]]:
@@ -305,6 +314,40 @@ class ShippedAdapter(AdapterBase):
                 target.write_text(render(spec["text"], values), "utf-8")
             else:
                 target.symlink_to(render(spec["link"], values))
+
+    def _write_history(
+        self, req: RunRequest, values: dict[str, str], roots: dict[str, Path]
+    ) -> dict[str, Any]:
+        """Write the scenario's history where the profile's ``history`` says, in its format,
+        under a new session id (``values`` gain ``session_id`` and ``workdir_key``); what the
+        hello says of it. Untellable: the format cannot carry it whole."""
+        spec = self.profile.history
+        write, key_of = FORMATS[spec["format"]]
+        # The directory the agent runs in, as it reads its own working directory.
+        cwd = str(req.workdir.resolve())
+        values["session_id"] = str(uuid.uuid4())
+        values["workdir_key"] = key_of(cwd)
+        transcript = write(
+            list(req.start["history"]),
+            values["session_id"],
+            cwd,
+            values["model"],
+            self.profile.version,
+            datetime.now(UTC),
+        )
+        root = roots[spec["root"]]
+        target = (root / render(spec["path"], values)).resolve()
+        if not target.is_relative_to(root.resolve()):
+            raise ValueError(
+                f"{self.profile.source}: history path {spec['path']!r} leaves its root"
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(transcript.text, "utf-8")
+        return {
+            "format": spec["format"],
+            "messages": transcript.messages,
+            "how": _how(spec, values) + f"; the transcript written to {spec['path']}",
+        }
 
     def run(self, req: RunRequest) -> RunOutcome:
         with self._lock:
@@ -355,11 +398,20 @@ class ShippedAdapter(AdapterBase):
             files = list(self.profile.files) + list(mcp.get("files") or [])
             for m in (*drives.values(), *carried.values()):
                 files.extend(m.get("files") or [])
+            roots = {"home": home, "config_home": config_home, "workdir": req.workdir}
+            history = self.profile.history if req.start.get("history") else {}
             try:
-                self._write_files(
-                    values,
-                    {"home": home, "config_home": config_home, "workdir": req.workdir},
-                    files,
+                if history:
+                    hello["history"] = self._write_history(req, values, roots)
+                self._write_files(values, roots, files)
+            except Untellable as exc:
+                # Told in part, the history would be judged as if the agent had had all of it.
+                return RunOutcome(
+                    "unsupported",
+                    events,
+                    hello,
+                    "",
+                    f"{self.name} cannot be given this history: {exc}",
                 )
             except (OSError, ValueError) as exc:
                 return RunOutcome("error", events, hello, "", redact(str(exc), key))
@@ -378,6 +430,8 @@ class ShippedAdapter(AdapterBase):
             argv = render(self.profile.command, values)
             env.update(render(mcp.get("env") or {}, values))
             argv.extend(render(mcp.get("args") or [], values))
+            env.update(render(history.get("env") or {}, values))
+            argv.extend(render(history.get("args") or [], values))
             for m in (*drives.values(), *carried.values()):
                 env.update(render(m.get("env") or {}, values))
                 argv.extend(render(m.get("args") or [], values))
