@@ -24,6 +24,12 @@ environment, files), each earning its capability; ``hello["driven"]`` records ho
 connection attempts logged by the guard travel in the run's outcome
 (``RunOutcome.outside_attempts``) and are written into the scenario's ``agent_log``; the
 adapter's ``outside_attempts`` keeps every one of its lifetime for the certification hook.
+
+A scenario's ``history`` reaches an agent whose profile says how it resumes a saved conversation
+(``history``): the history is written in its own format (`conformance.adapters.shipped_history`)
+under a new session id, and the run resumes it (``hello["history"]`` says how). A history the
+format cannot carry whole makes the run ``unsupported``, saying what; an agent without
+``history`` starts a new conversation, and its traits say it cannot be given one.
 """
 
 from __future__ import annotations

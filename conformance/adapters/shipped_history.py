@@ -126,7 +126,8 @@ def claude_code_jsonl(
                 session_id, extra.pop("sourceToolAssistant")
             )
         entry.update(extra)
-        lines.append(json.dumps(entry, ensure_ascii=False))
+        # ASCII: a line separator in the text (U+2028, U+0085) stays inside its line.
+        lines.append(json.dumps(entry))
         parent = this
     return Transcript("".join(line + "\n" for line in lines), len(history))
 
