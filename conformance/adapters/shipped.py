@@ -349,10 +349,11 @@ class ShippedAdapter(AdapterBase):
             )
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(transcript.text, "utf-8")
+        written = render(spec["path"], values)
         return {
             "format": spec["format"],
             "messages": transcript.messages,
-            "how": _how(spec, values) + f"; the transcript written to {spec['path']}",
+            "how": f"{_how(spec, values)}; the transcript written to {written} under {spec['root']}",
         }
 
     def run(self, req: RunRequest) -> RunOutcome:

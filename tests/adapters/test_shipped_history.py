@@ -345,6 +345,7 @@ def test_an_agent_resuming_the_history_is_judged_on_it(tmp_path, gateway):
     assert hello["history"]["messages"] == 3
     sid = hello["history"]["how"].split()[2].rstrip(";")
     assert uuid.UUID(sid) and f'"--resume", "{sid}"' in entry["agent_log"]
+    assert hello["history"]["how"].endswith(f"/{sid}.jsonl under home")
     sent = _first_messages(entry)
     assert sent[0] == {"role": "user", "content": "Read a.txt and b.txt."}
     assert [b["id"] for b in sent[1]["content"]] == ["call_a", "call_b"]
