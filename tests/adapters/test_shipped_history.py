@@ -273,21 +273,25 @@ def test_a_capability_earned_by_history_is_not_declared_twice(tmp_path):
 PRELUDE = """
 import json, os, re, sys, urllib.error, urllib.request
 prompt = sys.argv[sys.argv.index("-p") + 1]
-def ask(messages):
+def ask(messages, model=None):
     url = os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages"
-    body = {"model": os.environ["ANTHROPIC_MODEL"], "max_tokens": 64, "messages": messages}
+    body = {"model": model or os.environ["ANTHROPIC_MODEL"], "max_tokens": 64,
+            "messages": messages}
     req = urllib.request.Request(url, json.dumps(body).encode(), method="POST", headers={
         "content-type": "application/json", "x-api-key": os.environ["ANTHROPIC_API_KEY"],
         "anthropic-version": "2023-06-01"})
-    return json.load(urllib.request.urlopen(req, timeout=10))
+    try:
+        return json.load(urllib.request.urlopen(req, timeout=10))
+    except urllib.error.HTTPError as exc:
+        return {"status": exc.code}
 def done(text):
     print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": text}))
 print(json.dumps(sys.argv[1:]), file=sys.stderr)
 """
 
-# Like Claude Code: --resume SESSION reads ~/.claude/projects/<cwd as a key>/SESSION.jsonl,
-# follows the chain back from its last entry, and answers a call left without a result.
-RESUMES = """
+# Like Claude Code: --resume SESSION reads ~/.claude/projects/<cwd as a key>/SESSION.jsonl and
+# follows the chain back from its last entry.
+READS = """
 history = []
 if "--resume" in sys.argv:
     sid = sys.argv[sys.argv.index("--resume") + 1]
@@ -301,6 +305,11 @@ if "--resume" in sys.argv:
     while at:
         history.insert(0, {k: entries[at]["message"][k] for k in ("role", "content")})
         at = entries[at]["parentUuid"]
+"""
+# ... and answers a call left without a result.
+RESUMES = (
+    READS
+    + """
 for i, m in enumerate(history):
     calls = [b["id"] for b in m["content"] if m["role"] == "assistant" and b["type"] == "tool_use"]
     nxt = history[i + 1]["content"] if i + 1 < len(history) else []
@@ -311,6 +320,7 @@ for i, m in enumerate(history):
         nxt[:0] = missing
 done(ask(history + [{"role": "user", "content": prompt}])["content"][0]["text"])
 """
+)
 IGNORES = """
 done(ask([{"role": "user", "content": prompt}])["content"][0]["text"])
 """
@@ -366,6 +376,37 @@ def test_a_history_the_format_cannot_carry_is_unsupported_unrun(tmp_path, gatewa
     assert not [e for e in entry["journal"]["entries"] if e.get("kind") == "chat"]
     assert verdicts["MFB-04"]["verdict"] == "UNSUPPORTED"
     assert "extra_content" in verdicts["MFB-04"]["observed"]
+
+
+# After three overloads, the fallback model, the history resent: as it was (its signed thinking
+# included), or without the thinking blocks the primary signed.
+FALLS_BACK = (
+    READS
+    + """
+models = [os.environ["ANTHROPIC_MODEL"], sys.argv[sys.argv.index("--fallback-model") + 1]]
+for n in range(8):
+    sent = history if n < 3 or KEEPS else [
+        {**m, "content": [b for b in m["content"] if b["type"] != "thinking"]}
+        if m["role"] == "assistant" else m for m in history]
+    r = ask(sent + [{"role": "user", "content": prompt}], models[min(n // 3, 1)])
+    if "content" in r:
+        done(r["content"][0]["text"])
+        sys.exit(0)
+sys.exit(1)
+"""
+)
+
+
+# MFB-04 is a SHOULD: a signature sent to the fallback model is NON-STRICT.
+@pytest.mark.parametrize(("keeps", "verdict"), [(False, "PASS"), (True, "NON-STRICT")])
+def test_signed_thinking_of_the_history_reaches_the_wire(tmp_path, gateway, keeps, verdict):
+    body = f"KEEPS = {keeps}\n" + FALLS_BACK
+    entry, verdicts = _run(gateway, _fake(tmp_path, body), "mfb-04-signature-stripped")
+    assert entry["status"] == "ran", entry["agent_log"][-2000:]
+    (thinking,) = [b for b in _first_messages(entry)[1]["content"] if b["type"] == "thinking"]
+    assert thinking["signature"] == "c2lnLWJsb2Nr"
+    assert verdicts["MFB-01"]["verdict"] == "PASS", verdicts["MFB-01"]
+    assert verdicts["MFB-04"]["verdict"] == verdict, verdicts["MFB-04"]
 
 
 def test_no_resume_without_a_history(tmp_path, gateway):
