@@ -413,26 +413,11 @@ class ShippedAdapter(AdapterBase):
                 self._write_files(values, roots, files)
             except Untellable as exc:
                 # Told in part, the history would be judged as if the agent had had all of it.
-                return RunOutcome(
-                    "unsupported",
-                    events,
-                    hello,
-                    "",
-                    f"{self.name} cannot be given this history: {exc}",
-                )
+                why = f"{self.name} cannot be given this history: {exc}"
+                return RunOutcome("unsupported", events, hello, "", why)
             except (OSError, ValueError) as exc:
                 return RunOutcome("error", events, hello, "", redact(str(exc), key))
-            env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
-            env.update(
-                HOME=str(home),
-                XDG_CONFIG_HOME=str(config_home),
-                XDG_DATA_HOME=str(home / ".local" / "share"),
-                XDG_CACHE_HOME=str(home / ".cache"),
-                XDG_STATE_HOME=str(home / ".local" / "state"),
-                TMPDIR=str(Path(tmp)),
-            )
-            if req.ca_file:
-                env.update(SSL_CERT_FILE=req.ca_file, NODE_EXTRA_CA_CERTS=req.ca_file)
+            env = _base_env(home, Path(tmp), req.ca_file)
             env.update(render(self.profile.env, values))
             argv = render(self.profile.command, values)
             env.update(render(mcp.get("env") or {}, values))
@@ -576,6 +561,23 @@ class ShippedAdapter(AdapterBase):
         else:
             events.append({"type": "turn_end", "reason": "completed", "t_ns": time.monotonic_ns()})
         return "ran", None
+
+
+def _base_env(home: Path, tmp: Path, ca_file: str | None) -> dict[str, str]:
+    """The agent's environment before the profile's: a few inherited variables, the fresh
+    ``HOME`` and its XDG folders, and the gateway's CA for TLS scenarios."""
+    env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        TMPDIR=str(tmp),
+    )
+    if ca_file:
+        env.update(SSL_CERT_FILE=ca_file, NODE_EXTRA_CA_CERTS=ca_file)
+    return env
 
 
 def _spawn(

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from conformance.errors import ConformanceError
+
 __all__ = [
     "FORMATS",
     "Transcript",
@@ -40,7 +42,7 @@ __all__ = [
 ]
 
 
-class Untellable(ValueError):
+class Untellable(ConformanceError, ValueError):
     """A history the format cannot carry whole; the message says what and why."""
 
 
