@@ -106,7 +106,7 @@ def claude_code_jsonl(
     lines: list[str] = []
     parent: str | None = None
     for i, (kind, message, extra) in enumerate(entries):
-        this = str(uuid.uuid5(uuid.UUID(session_id), f"history-{i}"))
+        this = _uuid_of(session_id, i)
         stamp = (start + timedelta(milliseconds=i)).isoformat(timespec="milliseconds")
         entry: dict[str, Any] = {
             "parentUuid": parent,
@@ -135,6 +135,7 @@ def claude_code_jsonl(
 
 
 def _uuid_of(session_id: str, index: int) -> str:
+    """The uuid of the transcript's ``index``-th entry (derived: the same input, the same text)."""
     return str(uuid.uuid5(uuid.UUID(session_id), f"history-{index}"))
 
 
@@ -272,6 +273,8 @@ def _cc_tool_use(call: Any, where: str) -> dict[str, Any]:
         raise Untellable(
             f"{where}: {', '.join(extra)}: an Anthropic tool_use block has no place for it"
         )
+    if call.get("type", "function") != "function":
+        raise Untellable(f"{where}.type: {call['type']!r}: a tool_use block is a function call")
     fn = call.get("function") or {}
     call_id = str(call.get("id") or "")
     if not _TOOL_ID.match(call_id):
