@@ -24,6 +24,12 @@ environment, files), each earning its capability; ``hello["driven"]`` records ho
 connection attempts logged by the guard travel in the run's outcome
 (``RunOutcome.outside_attempts``) and are written into the scenario's ``agent_log``; the
 adapter's ``outside_attempts`` keeps every one of its lifetime for the certification hook.
+
+A scenario's ``history`` reaches an agent whose profile says how it resumes a saved conversation
+(``history``): the history is written in its own format (`conformance.adapters.shipped_history`)
+under a new session id, and the run resumes it (``hello["history"]`` says how). A history the
+format cannot carry whole makes the run ``unsupported``, saying what; an agent without
+``history`` starts a new conversation, and its traits say it cannot be given one.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -51,6 +59,7 @@ from conformance.adapters.interface import (
     as_status,
     redact,
 )
+from conformance.adapters.shipped_history import FORMATS, Untellable
 from conformance.adapters.shipped_parsers import error_event
 from conformance.adapters.shipped_parsers import parse as parse_output
 from conformance.adapters.shipped_profile import (
@@ -124,9 +133,11 @@ class ShippedAdapter(AdapterBase):
         self.name = f"shipped:{self.profile.name}"
         self.use_netns = use_netns
         self._bin = bin_path  # tests point this at a fake agent
-        # Run as it ships: a new conversation (no history), and only the config its profile maps.
+        # Run as it ships: a new conversation, unless its profile says how it resumes a saved
+        # one (`history`); and only the config its profile maps.
         self.traits = AgentTraits(
-            takes_history=False, config_ignored=frozenset(self.profile.config_ignored)
+            takes_history=bool(self.profile.history),
+            config_ignored=frozenset(self.profile.config_ignored),
         )
         self.last_guard: dict[str, Any] = {}
         self.last_pgid: int | None = None
@@ -234,6 +245,7 @@ class ShippedAdapter(AdapterBase):
     def capabilities(self) -> set[str]:
         caps = set(self.profile.capabilities) | set(self.profile.drive)
         caps |= set(self.profile.mcp.get("capabilities") or [])
+        caps |= set(self.profile.history.get("capabilities") or [])
         if self.clock is not None:
             caps.add("time_scale")
         if self.profile.dialect != "openai_chat":
@@ -276,6 +288,9 @@ class ShippedAdapter(AdapterBase):
             "mcp_endpoint": mcp_endpoint(req.start),
             # The harness's own interpreter: a hook command the profile writes runs on it.
             "python": sys.executable,
+            # A history resumed (_write_history): filled in for runs with one.
+            "session_id": "",
+            "workdir_key": "",
         }
 
     def _drives(self, req: RunRequest) -> dict[str, dict[str, Any]]:
@@ -305,6 +320,41 @@ class ShippedAdapter(AdapterBase):
                 target.write_text(render(spec["text"], values), "utf-8")
             else:
                 target.symlink_to(render(spec["link"], values))
+
+    def _write_history(
+        self, req: RunRequest, values: dict[str, str], roots: dict[str, Path]
+    ) -> dict[str, Any]:
+        """Write the scenario's history where the profile's ``history`` says, in its format,
+        under a new session id (``values`` gain ``session_id`` and ``workdir_key``); what the
+        hello says of it. Untellable: the format cannot carry it whole."""
+        spec = self.profile.history
+        write, key_of = FORMATS[spec["format"]]
+        # The directory the agent runs in, as it reads its own working directory.
+        cwd = str(req.workdir.resolve())
+        values["session_id"] = str(uuid.uuid4())
+        values["workdir_key"] = key_of(cwd)
+        transcript = write(
+            list(req.start["history"]),
+            values["session_id"],
+            cwd,
+            values["model"],
+            self.profile.version,
+            datetime.now(UTC),
+        )
+        root = roots[spec["root"]]
+        target = (root / render(spec["path"], values)).resolve()
+        if not target.is_relative_to(root.resolve()):
+            raise ValueError(
+                f"{self.profile.source}: history path {spec['path']!r} leaves its root"
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(transcript.text, "utf-8")
+        written = render(spec["path"], values)
+        return {
+            "format": spec["format"],
+            "messages": transcript.messages,
+            "how": f"{_how(spec, values)}; the transcript written to {written} under {spec['root']}",
+        }
 
     def run(self, req: RunRequest) -> RunOutcome:
         with self._lock:
@@ -355,29 +405,25 @@ class ShippedAdapter(AdapterBase):
             files = list(self.profile.files) + list(mcp.get("files") or [])
             for m in (*drives.values(), *carried.values()):
                 files.extend(m.get("files") or [])
+            roots = {"home": home, "config_home": config_home, "workdir": req.workdir}
+            history = self.profile.history if req.start.get("history") else {}
             try:
-                self._write_files(
-                    values,
-                    {"home": home, "config_home": config_home, "workdir": req.workdir},
-                    files,
-                )
+                if history:
+                    hello["history"] = self._write_history(req, values, roots)
+                self._write_files(values, roots, files)
+            except Untellable as exc:
+                # Told in part, the history would be judged as if the agent had had all of it.
+                why = f"{self.name} cannot be given this history: {exc}"
+                return RunOutcome("unsupported", events, hello, "", why)
             except (OSError, ValueError) as exc:
                 return RunOutcome("error", events, hello, "", redact(str(exc), key))
-            env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
-            env.update(
-                HOME=str(home),
-                XDG_CONFIG_HOME=str(config_home),
-                XDG_DATA_HOME=str(home / ".local" / "share"),
-                XDG_CACHE_HOME=str(home / ".cache"),
-                XDG_STATE_HOME=str(home / ".local" / "state"),
-                TMPDIR=str(Path(tmp)),
-            )
-            if req.ca_file:
-                env.update(SSL_CERT_FILE=req.ca_file, NODE_EXTRA_CA_CERTS=req.ca_file)
+            env = _base_env(home, Path(tmp), req.ca_file)
             env.update(render(self.profile.env, values))
             argv = render(self.profile.command, values)
             env.update(render(mcp.get("env") or {}, values))
             argv.extend(render(mcp.get("args") or [], values))
+            env.update(render(history.get("env") or {}, values))
+            argv.extend(render(history.get("args") or [], values))
             for m in (*drives.values(), *carried.values()):
                 env.update(render(m.get("env") or {}, values))
                 argv.extend(render(m.get("args") or [], values))
@@ -515,6 +561,23 @@ class ShippedAdapter(AdapterBase):
         else:
             events.append({"type": "turn_end", "reason": "completed", "t_ns": time.monotonic_ns()})
         return "ran", None
+
+
+def _base_env(home: Path, tmp: Path, ca_file: str | None) -> dict[str, str]:
+    """The agent's environment before the profile's: a few inherited variables, the fresh
+    ``HOME`` and its XDG folders, and the gateway's CA for TLS scenarios."""
+    env = {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        TMPDIR=str(tmp),
+    )
+    if ca_file:
+        env.update(SSL_CERT_FILE=ca_file, NODE_EXTRA_CA_CERTS=ca_file)
+    return env
 
 
 def _spawn(

@@ -4,8 +4,10 @@ A profile (``conformance/profiles/<name>.yaml``) says how to install the agent (
 package), the argv template, environment variables and configuration files to write, the
 capabilities it can honestly declare, the features it has that a harness drives from outside
 (``drive``: an abort signal, arguments, environment, files, each earning a capability), the
-output parser for what it prints, and the wire dialect it speaks. `load_profile` validates it against `_SCHEMA` and names ``file:line`` in every
-error; `render` fills the ``{placeholders}`` of a template with a run's values.
+output parser for what it prints, the wire dialect it speaks, and how it is given a scenario's
+history (``history``: a saved conversation it resumes, `conformance.adapters.shipped_history`).
+`load_profile` validates it against `_SCHEMA` and names ``file:line`` in every error; `render`
+fills the ``{placeholders}`` of a template with a run's values.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import yaml
 from jsonschema import Draft202012Validator
 
+from conformance.adapters.shipped_history import FORMATS
 from conformance.adapters.shipped_parsers import PARSERS
 from conformance.errors import ConformanceError
 from fakes.dialects import NAMES
@@ -61,6 +64,10 @@ PLACEHOLDERS = (
     "python",
     # The session's MCP tool host (`mcp` below): where the agent takes the hosted tools from.
     "mcp_endpoint",
+    # A history resumed (`history` below): the saved conversation's id, and the working
+    # directory as the history's format names it (Claude Code: a project folder's name).
+    "session_id",
+    "workdir_key",
 )
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 _ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -183,6 +190,25 @@ _SCHEMA: dict[str, Any] = {
                 "note": {"type": "string"},
             },
         },
+        # How a scenario's history is given: written in the agent's own saved-conversation
+        # format (`format`, shipped_history.FORMATS) at `path` under `root`, and resumed with
+        # `args` (and `env`); absent: it starts a new conversation, and cannot be given one.
+        # `capabilities`: what becomes observable once a history reaches the wire (`media`:
+        # an image of the history is sent as the agent sends images).
+        "history": {
+            "type": "object",
+            "required": ["format", "root", "path", "args"],
+            "additionalProperties": False,
+            "properties": {
+                "format": {"enum": list(FORMATS)},
+                "root": {"enum": ["home", "config_home", "workdir"]},
+                "path": {"type": "string", "minLength": 1},
+                "args": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                "capabilities": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+                "note": {"type": "string"},
+            },
+        },
         "output": {"enum": list(PARSERS)},
         "telemetry": {"type": "string"},
         "dialect": {"enum": list(DIALECTS)},
@@ -236,6 +262,8 @@ class Profile:
     config_ignored: list[str] = field(default_factory=list)
     # {config key: how the agent is given it} (schema: _SCHEMA "config_carried").
     config_carried: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # How a scenario's history is given, by resume (schema: _SCHEMA "history"); {}: it cannot be.
+    history: dict[str, Any] = field(default_factory=dict)
 
     @property
     def package(self) -> str:
@@ -337,7 +365,7 @@ def _check_schema(data: Any, src: str, lines: dict[tuple[Any, ...], int]) -> Non
 
 def _check_placeholders(data: dict[str, Any], src: str, lines: dict[tuple[Any, ...], int]) -> None:
     """Unknown placeholders are typos that would reach the agent verbatim: refuse them."""
-    placed = ("command", "env", "files", "drive", "mcp", "config_carried")
+    placed = ("command", "env", "files", "drive", "mcp", "config_carried", "history")
     for p, s in _strings({k: data.get(k) for k in placed}):
         for m in _ANY_PLACEHOLDER.finditer(s):
             if m.group(1) not in PLACEHOLDERS:
@@ -367,6 +395,7 @@ def _check_fields(
     earned = (
         ("drive", set(data.get("drive") or {})),
         ("mcp", set((data.get("mcp") or {}).get("capabilities", []))),
+        ("history", set((data.get("history") or {}).get("capabilities", []))),
     )
     for by, caps in earned:
         both = declared & caps
@@ -406,6 +435,7 @@ def _profile_of(data: dict[str, Any], src: str) -> Profile:
         mcp=dict(data.get("mcp") or {}),
         config_ignored=list(data.get("config_ignored") or []),
         config_carried=dict(data.get("config_carried") or {}),
+        history=dict(data.get("history") or {}),
     )
 
 

@@ -1,0 +1,312 @@
+"""A scenario's history in a shipped CLI's own saved-conversation format, for it to resume.
+
+Theory of operation: a CLI run as it ships starts a new conversation, but some resume a saved
+one (Claude Code: ``claude -p PROMPT --resume SESSION_ID`` reads
+``~/.claude/projects/<cwd as a key>/<SESSION_ID>.jsonl``). A profile's ``history`` section names
+the format its CLI reads (``FORMATS``); the adapter writes the scenario's history (chat
+completions shaped messages, as the gateway's chat view reads requests) in that format where the
+profile says, and resumes it. Whatever the CLI then does with that conversation (repairs it,
+drops parts of it, rewrites it) is the CLI's, and shows on the wire.
+
+A writer carries every field of a message it is given, or refuses the history with
+:class:`Untellable` naming what it cannot carry and why: a history told in part would be judged
+as if the agent had had all of it.
+
+``claude-code-jsonl`` (Claude Code 2.1.197 and 2.1.332 write and read the same shape): one JSON
+object per line, a ``user`` or ``assistant`` entry per message, each with ``uuid``,
+``parentUuid`` (the one before it: the conversation is the chain from the last entry back),
+``sessionId``, ``cwd``, ``timestamp``, ``version`` and ``message`` in Anthropic Messages shape:
+user text and ``image`` blocks (base64 or url source), assistant ``thinking`` (with its
+``signature``), ``text`` and ``tool_use`` blocks, and each run of tool results as one user entry
+of ``tool_result`` blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from conformance.errors import ConformanceError
+
+__all__ = [
+    "FORMATS",
+    "Transcript",
+    "Untellable",
+    "claude_code_jsonl",
+    "claude_code_project_key",
+]
+
+
+class Untellable(ConformanceError, ValueError):
+    """A history the format cannot carry whole; the message says what and why."""
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A format's text for one history, and how many of the history's messages it holds."""
+
+    text: str
+    messages: int
+
+
+# A format's writer: (history, session id, working directory, model, agent version, now).
+Writer = Callable[[list[dict[str, Any]], str, str, str, str, datetime], Transcript]
+
+# The longest project key Claude Code keeps whole (longer ones it cuts and suffixes with a hash
+# of its own: the writer refuses those rather than guess the hash).
+_CC_KEY_MAX = 200
+# Anthropic's rule for a tool_use id (a tool_result names its call by it).
+_TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+_MESSAGE_KEYS = {
+    "user": {"role", "content"},
+    "assistant": {
+        "role",
+        "content",
+        "tool_calls",
+        "reasoning_content",
+        "reasoning_signature",
+        "thinking_blocks",
+    },
+    "tool": {"role", "content", "tool_call_id", "is_error"},
+}
+_CALL_KEYS = {"id", "type", "function"}
+
+
+def claude_code_project_key(cwd: str) -> str:
+    """Claude Code's folder name for a working directory: every character that is not an ASCII
+    letter or digit becomes ``-`` (its own rule, read from the CLI)."""
+    key = re.sub(r"[^a-zA-Z0-9]", "-", cwd)
+    if len(key) > _CC_KEY_MAX:
+        raise Untellable(
+            f"the working directory {cwd!r} is longer than Claude Code keeps whole in a project "
+            f"folder name ({_CC_KEY_MAX} characters)"
+        )
+    return key
+
+
+def claude_code_jsonl(
+    history: list[dict[str, Any]],
+    session_id: str,
+    cwd: str,
+    model: str,
+    version: str,
+    now: datetime,
+) -> Transcript:
+    """``history`` as a Claude Code session transcript (module doc), its assistant turns the
+    replies of ``model`` (the run's: the conversation so far was had with it); Untellable names
+    what it cannot carry. Entries are stamped a millisecond apart, the last one a second before
+    ``now``; their uuids derive from the session id, so the same input gives the same text."""
+    entries = list(_cc_entries(history))
+    start = now - timedelta(seconds=1) - timedelta(milliseconds=len(entries))
+    lines: list[str] = []
+    parent: str | None = None
+    for i, (kind, message, extra) in enumerate(entries):
+        this = _uuid_of(session_id, i)
+        stamp = (start + timedelta(milliseconds=i)).isoformat(timespec="milliseconds")
+        entry: dict[str, Any] = {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "type": kind,
+            "message": message,
+            "uuid": this,
+            "timestamp": stamp.replace("+00:00", "Z"),
+            "userType": "external",
+            "entrypoint": "sdk-cli",
+            "cwd": cwd,
+            "sessionId": session_id,
+            "version": version,
+        }
+        if kind == "assistant":
+            message.update(id=f"msg_history_{i}", model=model)
+        if "sourceToolAssistant" in extra:
+            entry["sourceToolAssistantUUID"] = _uuid_of(
+                session_id, extra.pop("sourceToolAssistant")
+            )
+        entry.update(extra)
+        # ASCII: a line separator in the text (U+2028, U+0085) stays inside its line.
+        lines.append(json.dumps(entry))
+        parent = this
+    return Transcript("".join(line + "\n" for line in lines), len(history))
+
+
+def _uuid_of(session_id: str, index: int) -> str:
+    """The uuid of the transcript's ``index``-th entry (derived: the same input, the same text)."""
+    return str(uuid.uuid5(uuid.UUID(session_id), f"history-{index}"))
+
+
+def _cc_entries(
+    history: list[dict[str, Any]],
+) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(entry type, Anthropic message, other entry fields) per entry, in order."""
+    results: list[dict[str, Any]] = []
+    shown: list[Any] = []
+    n = 0  # entries yielded so far
+    last_assistant = -1
+
+    def flush() -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+        nonlocal n
+        if results:
+            extra: dict[str, Any] = {"toolUseResult": list(shown) if len(shown) > 1 else shown[0]}
+            if last_assistant >= 0:
+                extra["sourceToolAssistant"] = last_assistant
+            yield "user", {"role": "user", "content": list(results)}, extra
+            n += 1
+            results.clear()
+            shown.clear()
+
+    for i, m in enumerate(history):
+        where = f"history[{i}]"
+        if not isinstance(m, dict):
+            raise Untellable(f"{where}: a message is a mapping, not {type(m).__name__}")
+        role = m.get("role")
+        if role not in _MESSAGE_KEYS:
+            raise Untellable(
+                f"{where}: role {role!r}: a Claude Code transcript holds user and assistant turns "
+                "and tool results only"
+            )
+        extra_keys = sorted(set(m) - _MESSAGE_KEYS[str(role)])
+        if extra_keys:
+            raise Untellable(f"{where}: {', '.join(extra_keys)}: no place for it in the transcript")
+        if role == "tool":
+            block = _cc_tool_result(m, where)
+            results.append(block)
+            shown.append(block["content"])
+            continue
+        yield from flush()
+        if role == "user":
+            yield "user", {"role": "user", "content": _cc_user_content(m.get("content"), where)}, {}
+        else:
+            yield "assistant", _cc_assistant(m, where), {}
+            last_assistant = n
+        n += 1
+    yield from flush()
+
+
+def _cc_user_content(content: Any, where: str) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise Untellable(f"{where}.content: text or a list of parts, not {content!r}")
+    return [_cc_part(p, f"{where}.content[{j}]") for j, p in enumerate(content)]
+
+
+def _cc_part(part: Any, where: str) -> dict[str, Any]:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind == "text" and set(part) <= {"type", "text"}:
+        return {"type": "text", "text": str(part.get("text") or "")}
+    if kind == "image_url" and set(part) <= {"type", "image_url"}:
+        img = part.get("image_url") or {}
+        url = str(img.get("url") or "") if isinstance(img, dict) else ""
+        if url and set(img) <= {"url"}:
+            if url.startswith("data:") and ";base64," in url:
+                media_type, data = url[5:].split(";base64,", 1)
+                source = {"type": "base64", "media_type": media_type, "data": data}
+            else:
+                source = {"type": "url", "url": url}
+            return {"type": "image", "source": source}
+    raise Untellable(f"{where}: a part of type {kind!r} as given has no Claude Code counterpart")
+
+
+def _cc_assistant(m: dict[str, Any], where: str) -> dict[str, Any]:
+    blocks: list[dict[str, Any]] = []
+    thinking = m.get("thinking_blocks")
+    reasoning = m.get("reasoning_content")
+    if thinking is not None:
+        # The Anthropic blocks themselves (signatures included). The reasoning text beside them
+        # and its reasoning_signature are the same thought in another client's keys: the blocks
+        # carry it (and a signature) where Claude Code keeps it.
+        if not isinstance(thinking, list) or not all(
+            isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking")
+            for b in thinking
+        ):
+            raise Untellable(
+                f"{where}.thinking_blocks: Anthropic thinking blocks, not {thinking!r}"
+            )
+        said = "".join(str(b.get("thinking") or "") for b in thinking)
+        if reasoning and reasoning != said:
+            raise Untellable(
+                f"{where}: reasoning_content differs from its thinking_blocks: one thought or two?"
+            )
+        blocks += [dict(b) for b in thinking]
+    elif reasoning:
+        block: dict[str, Any] = {"type": "thinking", "thinking": str(reasoning)}
+        if m.get("reasoning_signature"):
+            block["signature"] = str(m["reasoning_signature"])
+        blocks.append(block)
+    elif m.get("reasoning_signature"):
+        raise Untellable(f"{where}: a reasoning_signature without the reasoning it signs")
+    content = m.get("content")
+    if isinstance(content, str):
+        if content or not (blocks or m.get("tool_calls")):
+            # An empty turn stays one: a single empty text block, as it was given.
+            blocks.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        for j, p in enumerate(content):
+            if not (isinstance(p, dict) and p.get("type") == "text" and set(p) <= {"type", "text"}):
+                raise Untellable(f"{where}.content[{j}]: an assistant part is text")
+            blocks.append({"type": "text", "text": str(p.get("text") or "")})
+    elif content is not None:
+        raise Untellable(f"{where}.content: text, a list of text parts or null, not {content!r}")
+    for k, call in enumerate(m.get("tool_calls") or []):
+        blocks.append(_cc_tool_use(call, f"{where}.tool_calls[{k}]"))
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": blocks,
+        "stop_reason": "tool_use" if m.get("tool_calls") else "end_turn",
+        "stop_sequence": None,
+    }
+
+
+def _cc_tool_use(call: Any, where: str) -> dict[str, Any]:
+    if not isinstance(call, dict):
+        raise Untellable(f"{where}: a tool call is a mapping")
+    extra = sorted(set(call) - _CALL_KEYS)
+    if extra:
+        # extra_content carries Gemini's thought signature of a call: Anthropic's signatures
+        # are on thinking blocks, and a tool_use block has no field for one.
+        raise Untellable(
+            f"{where}: {', '.join(extra)}: an Anthropic tool_use block has no place for it"
+        )
+    if call.get("type", "function") != "function":
+        raise Untellable(f"{where}.type: {call['type']!r}: a tool_use block is a function call")
+    fn = call.get("function") or {}
+    call_id = str(call.get("id") or "")
+    if not _TOOL_ID.match(call_id):
+        raise Untellable(f"{where}.id: {call_id!r} is not a tool_use id (letters, digits, _ and -)")
+    if not isinstance(fn, dict) or set(fn) - {"name", "arguments"} or not fn.get("name"):
+        raise Untellable(f"{where}.function: a name and arguments, not {fn!r}")
+    args = fn.get("arguments")
+    try:
+        value = args if isinstance(args, dict) else json.loads(args or "{}")
+    except (TypeError, json.JSONDecodeError):
+        value = None
+    if not isinstance(value, dict):
+        raise Untellable(f"{where}.function.arguments: a tool_use input is a JSON object")
+    return {"type": "tool_use", "id": call_id, "name": str(fn["name"]), "input": value}
+
+
+def _cc_tool_result(m: dict[str, Any], where: str) -> dict[str, Any]:
+    call_id = str(m.get("tool_call_id") or "")
+    if not _TOOL_ID.match(call_id):
+        raise Untellable(f"{where}.tool_call_id: {call_id!r} is not a tool_use id")
+    content = m.get("content")
+    if not isinstance(content, str):
+        if not isinstance(content, list):
+            raise Untellable(f"{where}.content: text or a list of parts, not {content!r}")
+        content = [_cc_part(p, f"{where}.content[{j}]") for j, p in enumerate(content)]
+    block: dict[str, Any] = {"tool_use_id": call_id, "type": "tool_result", "content": content}
+    if m.get("is_error"):
+        block["is_error"] = True
+    return block
+
+
+# Format name (a profile's ``history.format``) -> (its writer, the working directory's key).
+FORMATS: dict[str, tuple[Writer, Callable[[str], str]]] = {
+    "claude-code-jsonl": (claude_code_jsonl, claude_code_project_key),
+}
