@@ -157,4 +157,3 @@ def test_the_helper_stops_at_one_refresh_after_a_second_401(tmp_path, gateway):
     entry, verdicts = _run(gateway, tmp_path, TWICE, retries=1)
     assert _chat(entry) == [401, 401]
     assert verdicts["RTY-10"]["verdict"] == "PASS", verdicts["RTY-10"]
-

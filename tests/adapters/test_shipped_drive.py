@@ -196,9 +196,7 @@ sys.exit(1)
 def test_fallback_flag_switches_an_agent_that_honours_it(tmp_path, gateway):
     entry, verdicts = _run(gateway, _fake(tmp_path, SWITCH_AFTER_TWO), FALLBACK)
     assert '"--fallback-model", "conformance-fallback"' in entry["agent_log"]
-    assert _driven(entry) == {
-        "fallback_model": "arguments --fallback-model conformance-fallback"
-    }
+    assert _driven(entry) == {"fallback_model": "arguments --fallback-model conformance-fallback"}
     assert verdicts["MFB-01"]["verdict"] == "PASS", verdicts["MFB-01"]
 
 
