@@ -118,6 +118,20 @@ def test_both_profiles_earn_credential_refresh_by_the_helper(name):
     # ANTHROPIC_API_KEY set would be taken first and the helper never run: it is emptied.
     assert drive["env"] == {"ANTHROPIC_API_KEY": ""}
     assert "when" not in drive  # one configuration for every run of the profile
+    # Its settings file replaces the profile's own: it keeps every setting of it.
+    (own,) = [f["json"] for f in ad.profile.files if f["path"] == ".claude/settings.json"]
+    (driven,) = [f["json"] for f in drive["files"] if f["path"] == ".claude/settings.json"]
+    assert own.items() <= driven.items() and "apiKeyHelper" in driven
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_features_measured_not_to_match_stay_unsupported(name):
+    # docs/agents/claude-code.md: --max-turns counts requests, not tool calls; its debug log and
+    # transcripts are not the dumps of contracts §5; its only title request streams.
+    ad = ShippedAdapter(name)
+    assert "max_tool_calls" in ad.traits.config_ignored
+    assert "max_tool_calls" not in ad.profile.config_carried
+    assert not {"debug_dump", "background_requests"} & ad.capabilities()
 
 
 def test_the_helper_gives_the_key_and_is_run_again_after_the_401(tmp_path, gateway):
