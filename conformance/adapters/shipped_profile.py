@@ -84,6 +84,7 @@ DRIVABLE = (
     "compaction",
     "debug_dump",
     "stream_fallback_config",
+    "credential_refresh",
 )
 _FILE: dict[str, Any] = {
     "type": "object",

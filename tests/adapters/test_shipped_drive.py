@@ -21,12 +21,19 @@ PROFILE = "claude-code-2-1-332"
 
 PRELUDE = """
 import json, os, signal, subprocess, sys, urllib.error, urllib.request
+def api_key():
+    # Like Claude Code: ANTHROPIC_API_KEY when set, else what the apiKeyHelper prints.
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return os.environ["ANTHROPIC_API_KEY"]
+    settings = json.load(open(os.path.join(os.environ["HOME"], ".claude", "settings.json")))
+    return subprocess.run(settings["apiKeyHelper"], shell=True, capture_output=True, text=True,
+                          check=True).stdout.strip()
 def ask(model, stream=False):
     url = os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages"
     body = {"model": model, "max_tokens": 64, "stream": stream,
             "messages": [{"role": "user", "content": sys.argv[sys.argv.index("-p") + 1]}]}
     req = urllib.request.Request(url, json.dumps(body).encode(), method="POST", headers={
-        "content-type": "application/json", "x-api-key": os.environ["ANTHROPIC_API_KEY"],
+        "content-type": "application/json", "x-api-key": api_key(),
         "anthropic-version": "2023-06-01"})
     try:
         return urllib.request.urlopen(req, timeout=10)
@@ -53,6 +60,12 @@ def _run(gateway, ad, scenario: dict):
 
 def _hello(entry) -> dict:
     return entry["events"][0]
+
+
+def _driven(entry) -> dict:
+    """The hello's ``driven`` but the key helper, which is in every run of the profile
+    (tests/adapters/test_shipped_credential.py)."""
+    return {k: v for k, v in _hello(entry)["driven"].items() if k != "credential_refresh"}
 
 
 # -- the profile -----------------------------------------------------------------------------
@@ -183,9 +196,7 @@ sys.exit(1)
 def test_fallback_flag_switches_an_agent_that_honours_it(tmp_path, gateway):
     entry, verdicts = _run(gateway, _fake(tmp_path, SWITCH_AFTER_TWO), FALLBACK)
     assert '"--fallback-model", "conformance-fallback"' in entry["agent_log"]
-    assert _hello(entry)["driven"] == {
-        "fallback_model": "arguments --fallback-model conformance-fallback"
-    }
+    assert _driven(entry) == {"fallback_model": "arguments --fallback-model conformance-fallback"}
     assert verdicts["MFB-01"]["verdict"] == "PASS", verdicts["MFB-01"]
 
 
@@ -200,7 +211,7 @@ def test_no_fallback_flag_without_a_fallback_model(tmp_path, gateway):
     sc["script"] = [{"reply": {"text": "Hi", "finish_reason": "stop"}}]
     entry, _ = _run(gateway, _fake(tmp_path, SWITCH_AFTER_TWO), sc)
     assert "--fallback-model" not in entry["agent_log"]
-    assert _hello(entry)["driven"] == {}  # no fallback model asked, no abort fired
+    assert _driven(entry) == {}  # no fallback model asked, no abort fired
 
 
 # -- hooks: a Stop hook in --settings that calls the hosted stop_hook tool -------------------
@@ -311,7 +322,7 @@ def test_stream_fallback_switch_only_when_config_says_false(tmp_path, gateway):
     sc = {**FALLBACK_OFF, "config": {"stream_fallback": True}, "criteria": ["ERR-05"]}
     sc["capabilities"] = []
     entry, _ = _run(gateway, _fake(tmp_path, "HONOURS = True\n" + CUT_THEN_FALLBACK), sc)
-    assert _hello(entry)["driven"] == {}
+    assert _driven(entry) == {}
 
 
 # -- Codex: the same hook command, from hooks.json in CODEX_HOME, enabled by its flags ----------
@@ -408,7 +419,7 @@ body = {"model": os.environ["ANTHROPIC_MODEL"], "max_tokens": 64, "messages": [
     {"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "call_1", "content": result, "is_error": True}]}]}
 req = urllib.request.Request(url2, json.dumps(body).encode(), method="POST", headers={
-    "content-type": "application/json", "x-api-key": os.environ["ANTHROPIC_API_KEY"],
+    "content-type": "application/json", "x-api-key": api_key(),
     "anthropic-version": "2023-06-01"})
 urllib.request.urlopen(req, timeout=10).read()
 done("Done.")
