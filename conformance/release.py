@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 # The release: the package's version too (pyproject.toml names it; a test holds them equal).
-CATALOGUE_VERSION = "1.0.0"
+CATALOGUE_VERSION = "1.1.0"
 
 # The rules a verdict follows from, as paths inside the installed packages (globs).
 RULES = (
@@ -52,6 +52,7 @@ RULES = (
     "conformance/verdicts.py",
     "conformance/judging/timing.py",
     "conformance/judging/reaction.py",
+    "conformance/repeat.py",
     "fakes/faults.py",
     "fakes/fault_base.py",
     "fakes/compaction.py",

@@ -3,9 +3,13 @@
 Theory of operation: a real agent is a stochastic program; one run of a scenario shows one of
 its behaviours. With ``--repeat N`` each scenario is run N times (spread over ``-n`` workers
 like any other item) and :func:`combine` joins the runs of one scenario: a criterion whose runs
-all gave one verdict keeps it; one whose runs disagree is **UNSTABLE**, with how many runs
-passed (``passed`` of ``runs``), every run's verdict and what it observed, and which run passed
-and which failed (indexes into the entry's runs: 0 is the entry itself, then ``repeats``). A
+all gave one verdict keeps it; one that passed in a run and failed in another is **UNSTABLE**,
+with how many runs passed (``passed`` of ``runs``), every run's verdict and what it observed,
+and which run passed and which failed (indexes into the entry's runs: 0 is the entry itself,
+then ``repeats``). Runs that differ otherwise (one judged PASS, another found nothing to judge:
+INFORMATIONAL; or FAIL in one, NON-STRICT in another) do not disagree on whether the agent
+does what the criterion asks: the criterion keeps the worst of them, its ``observed`` saying
+what each run gave. A
 criterion's aggregate ranks UNSTABLE next to FAIL (``conformance.verdicts.SEVERITY``), and a
 CI gate fails on it unless the expectations file records it with the pass rate it may not fall
 below (``conformance.expectations``).
@@ -48,7 +52,7 @@ def combine(runs: list[Run]) -> Run:
         if len(set(said)) == 1:
             combined[cid] = first
             continue
-        passed = [i for i, v in enumerate(said) if v in PASSING]
+        passed = [i for i, v in enumerate(said) if v == "PASS"]
         failed = [i for i, v in enumerate(said) if v not in PASSING]
         worst = aggregate(said)
         shown = next(v for v in seen if v and v["verdict"] == worst)
@@ -56,6 +60,10 @@ def combine(runs: list[Run]) -> Run:
             f"run {i + 1}: {v}" + (f" ({s.get('observed')})" if s and v not in PASSING else "")
             for i, (v, s) in enumerate(zip(said, seen, strict=True))
         )
+        if not (passed and failed):
+            # No run passed while another failed: the worst stands, each run's verdict shown.
+            combined[cid] = {**shown, "observed": f"{shown.get('observed')} [runs: {observed}]"}
+            continue
         combined[cid] = {
             "id": first["id"],
             "verdict": UNSTABLE,

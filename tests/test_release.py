@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # silently, so an unreleased change would pass for the old rules.
 PINNED = {
     "1.0.0": "439710d391d9f2f626649d807405fd4493330d4b9cf184157c4398d8dec9adec",
+    "1.1.0": "90a61e9de721c2c7acfe21d9ba8b2ca41bc781df5df4f495d889e8dcd18eb33a",
 }
 
 

@@ -58,6 +58,34 @@ def test_runs_that_agree_keep_their_verdict_and_runs_that_disagree_are_unstable(
     assert combine(runs[:1]) == runs[0]
 
 
+def test_runs_that_never_pass_and_fail_both_keep_the_worst_with_every_run_shown():
+    runs = [
+        ({"id": "s"}, {"A": _v("INFORMATIONAL", "nothing to judge"), "B": _v("FAIL", "x")}),
+        ({"id": "s"}, {"A": _v("PASS", "ok"), "B": _v("INFORMATIONAL", "n/a")}),
+        ({"id": "s"}, {"A": _v("PASS", "ok"), "B": _v("NON-STRICT", "y")}),
+    ]
+    _, verdicts = combine(runs)
+    # Passed whenever there was something to judge: PASS, not UNSTABLE.
+    a = verdicts["A"]
+    assert a["verdict"] == "PASS" and "repeat" not in a
+    assert a["observed"] == "ok [runs: run 1: INFORMATIONAL; run 2: PASS; run 3: PASS]"
+    # Failed whenever judged: the worst, never "2 of 3 runs passed".
+    b = verdicts["B"]
+    assert b["verdict"] == "FAIL" and rate_of(b) is None
+    assert b["observed"].startswith("x [runs: run 1: FAIL (x); run 2: INFORMATIONAL; run 3:")
+
+
+def test_a_run_that_found_nothing_to_judge_is_not_counted_as_passed():
+    runs = [
+        ({"id": "s"}, {"A": _v("PASS")}),
+        ({"id": "s"}, {"A": _v("INFORMATIONAL")}),
+        ({"id": "s"}, {"A": _v("FAIL", "x")}),
+    ]
+    a = combine(runs)[1]["A"]
+    assert a["verdict"] == "UNSTABLE" and a["observed"].startswith("1 of 3 runs passed")
+    assert (a["repeat"]["passing_run"], a["repeat"]["failing_run"]) == (0, 2)
+
+
 @pytest.fixture(scope="module")
 def gateway():
     with Gateway.running() as gw:
