@@ -8,6 +8,7 @@ import shutil
 import struct
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ from conformance.adapters.warp import (
     preloadable,
     warp_env,
 )
-from conformance.calibration import ASKED_S, SPREAD_LIMIT_S, calibrate, judge
+from conformance.calibration import ASKED_S, SPREAD_LIMIT_S, WARMUP_S, calibrate, judge
 from conformance.runner import run_scenario
 from fakes import SyncGateway, load_scenario
 from scenarios import SCENARIO_DIR
@@ -147,7 +148,56 @@ def test_announced_delays_are_read_from_retry_events() -> None:
 
 def test_a_calibration_without_its_retries_is_refused() -> None:
     cal = judge(10.0, [0.1, 0.4])
-    assert not cal.accepted and "2 waits measured" in cal.reason
+    assert not cal.accepted and "2 waits measured, 5 expected" in cal.reason
+
+
+def test_the_first_retrys_one_off_work_blurs_the_spread_not_the_speed() -> None:
+    # opencode under four processes calibrating at once: its first retry 1.4 s late, the next
+    # four 20-30 ms. Counted in the speed, it would read as a clock running 3 times too fast.
+    speed = 20.0
+    late = [0.02, 0.03, 0.02, 0.03]
+    first = WARMUP_S / speed + 1.4
+    rest = [a / speed + o for a, o in zip(ASKED_S, late, strict=True)]
+    cal = judge(speed, [first, *rest])
+    assert cal.accepted and not cal.timing_ok, cal
+    assert cal.effective_speed == pytest.approx(speed, rel=0.25)
+    assert cal.spread_s == pytest.approx(1.4 - 0.02)  # the judging slack still knows of it
+    assert not judge(speed, [first, *rest[1:]]).accepted  # as the first of four: refused
+
+
+class _FakeClock:
+    """Just what calibrate() asks of an adapter and its fast clock."""
+
+    def __init__(self, speeds: list[float]) -> None:
+        self.speeds: list[float] = speeds
+        self.used: float | None = None
+
+    @property
+    def fast_clock(self) -> _FakeClock:
+        return self
+
+    def warp_speeds(self) -> list[float]:
+        return self.speeds
+
+    def try_speed(self, speed: float | None) -> None:
+        pass
+
+    def use_clock(
+        self, speed: float | None, timing: float | None, cals: dict[float, Any], note: str
+    ) -> None:
+        self.used = speed
+
+
+def test_a_speed_refused_once_is_measured_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    import conformance.calibration as calibration
+
+    good = [a / 10 + 0.02 for a in (WARMUP_S, *ASKED_S)]
+    bad = [WARMUP_S / 10 + 0.02, 0.1 + 0.3, 0.4, 0.1, 0.4]  # a 1 s wait 300 ms late
+    runs = iter([bad, good])
+    monkeypatch.setattr(calibration, "_measure", lambda *a: judge(10.0, next(runs)))
+    clock = _FakeClock([10.0])
+    accepted = calibrate(None, clock, "openai_chat")  # type: ignore[arg-type]
+    assert list(accepted) == [10.0] and clock.used == 10.0
 
 
 # -- a real dynamically linked program under libfaketime ---------------------------------------
