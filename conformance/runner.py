@@ -21,11 +21,13 @@ as undeclared, since its tools do not go over MCP (a criterion of the MCP wire i
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import shlex
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -236,6 +238,10 @@ def _entry(
     return entry
 
 
+def _hold_nothing(alone: bool) -> AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """How every scenario of a run is run and judged (the same for each of its agents)."""
@@ -246,6 +252,9 @@ class RunConfig:
     timing: Timing = DEFAULT_TIMING
     verify: int = 0
     repeat: int = 1
+    # How a scenario's run holds the machine (conformance.share.Share.hold): shared with the
+    # run's other processes, or alone for a confirming run; by default it holds nothing.
+    hold: Callable[[bool], AbstractContextManager[None]] = _hold_nothing
 
 
 def run_checked(
@@ -260,6 +269,10 @@ def run_checked(
     ``config.verify``, rerun until it reproduces (``conformance.verify``)."""
 
     def once(confirm: bool) -> Run:
+        with config.hold(confirm):
+            return _once(confirm)
+
+    def _once(confirm: bool) -> Run:
         return run_scenario(
             gateway,
             adapter,

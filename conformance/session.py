@@ -368,6 +368,7 @@ class RunSession:
             timing=self.timing,
             verify=self.verify,
             repeat=self.repeat,
+            hold=self._share.hold,
         )
 
     def run_scenario(

@@ -9,8 +9,14 @@ the others wait on that lock and read what it wrote. One calibration per run, no
 time as another. The lock is the operating system's (``flock``): a process that dies holding it
 releases it, and the next one measures instead.
 
+The same directory lets a run that must have the machine to itself have it
+(:meth:`Share.hold`): a failed timing verdict is confirmed on a slower clock
+(``conformance.verify``), and a loaded machine is what makes an agent's waits late, its own
+run's other processes most of all. The confirming run waits for the others to finish their
+scenario and runs alone; then they go on.
+
 Without the variable (a run in one process, or the plugin under a pytest of the user's own),
-every process measures for itself, as before.
+every process measures for itself and nothing waits.
 """
 
 from __future__ import annotations
@@ -55,6 +61,24 @@ class Share:
             tmp.write_text(json.dumps(found), encoding="utf-8")
             tmp.replace(path)  # whole or absent, should this process die while writing
             return found, True
+
+    @contextlib.contextmanager
+    def hold(self, alone: bool) -> Iterator[None]:
+        """Hold while a scenario runs: with the run's other processes for an ordinary run
+        (shared), alone for a run that must have the machine to itself (exclusive: a timing
+        verdict's confirmation, conformance.verify). An exclusive holder waits for the shared
+        ones to finish their scenario; while it waits or runs, no new one starts (a turnstile,
+        so that a stream of ordinary runs cannot keep it waiting to the end of the run)."""
+        if self.folder is None:
+            yield
+            return
+        with open(self.folder / "machine.lock", "a+b") as machine:
+            with self._locked(self.folder / "turnstile.lock"):
+                fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+            try:
+                yield
+            finally:
+                fcntl.flock(machine, fcntl.LOCK_UN)
 
     @staticmethod
     @contextlib.contextmanager

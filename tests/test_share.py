@@ -122,3 +122,70 @@ def test_the_second_process_of_a_run_takes_the_first_ones_calibration(
         assert agent.fixed_time_scale(timing=True) == pytest.approx(0.1)
         assert agent.warp_note == "time warp x10"
         assert not agent.needs_calibration()
+
+
+def _probe(path: Path, mode: int) -> bool:
+    """Whether a lock of ``mode`` on ``path`` could be taken now (by another holder)."""
+    import fcntl
+
+    with open(path, "a+b") as handle:
+        try:
+            fcntl.flock(handle, mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
+
+
+def test_ordinary_runs_share_the_machine_and_a_confirming_run_has_it_alone(
+    tmp_path: Path,
+) -> None:
+    import fcntl
+
+    share, machine = Share(tmp_path), tmp_path / "machine.lock"
+    with share.hold(alone=False):
+        assert _probe(machine, fcntl.LOCK_SH)  # other ordinary runs go on beside it
+        assert not _probe(machine, fcntl.LOCK_EX)  # a confirming run waits for it
+        assert _probe(tmp_path / "turnstile.lock", fcntl.LOCK_EX)  # held only to get in
+    with share.hold(alone=True):
+        assert not _probe(machine, fcntl.LOCK_SH)  # no ordinary run starts meanwhile
+    assert _probe(machine, fcntl.LOCK_EX)  # released
+
+
+def test_a_confirming_run_waits_for_the_ordinary_runs_in_flight(tmp_path: Path) -> None:
+    import fcntl
+    import threading
+
+    share, order = Share(tmp_path), []
+    started, release = threading.Event(), threading.Event()
+
+    def ordinary() -> None:
+        with share.hold(alone=False):
+            started.set()
+            release.wait(30)
+            order.append("ordinary ends")
+
+    t = threading.Thread(target=ordinary)
+    t.start()
+    started.wait(30)
+    # The confirming run blocks on the machine's lock while holding the turnstile: seen from
+    # outside, the turnstile is taken; only then is the ordinary run let finish.
+    confirming = threading.Thread(target=lambda: _confirm(share, order))
+    confirming.start()
+    while _probe(tmp_path / "turnstile.lock", fcntl.LOCK_EX):
+        if not confirming.is_alive():
+            break
+    release.set()
+    t.join(30)
+    confirming.join(30)
+    assert order == ["ordinary ends", "confirming runs"]
+
+
+def _confirm(share: Share, order: list[str]) -> None:
+    with share.hold(alone=True):
+        order.append("confirming runs")
+
+
+def test_without_a_shared_folder_nothing_waits() -> None:
+    with Share(None).hold(alone=True), Share(None).hold(alone=True):
+        pass
