@@ -29,7 +29,7 @@ import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 import yaml
@@ -42,8 +42,9 @@ if TYPE_CHECKING:  # the session module imports the runner: loaded only when a r
     from conformance.session import RunSession, ScenarioRun
     from fakes import Scenario
 
-__all__ = ["ConformanceFailure", "ScenarioFile", "ScenarioItem", "run_in_pytest"]
+__all__ = ["ConformanceFailure", "ScenarioFile", "ScenarioItem", "dealt", "run_in_pytest"]
 
+T = TypeVar("T")
 _KEY = "conformance"  # the report attribute that carries a scenario's results entry
 _NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
@@ -321,11 +322,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """Longest scenarios first, so that the processes of ``-n N`` end together instead of one
-    starting the longest last; the results keep the collection order. The estimate is what a
-    correct agent needs (``conformance.judging.deadlines.floor_s``: the waits the criteria allow, at
-    the run's time scale, and each attempt's own time). Deterministic, so that pytest-xdist's
-    workers collect the same order."""
+    """Longest scenarios first, dealt over the processes of ``-n N`` (:func:`dealt`), so that
+    they end together instead of one running the longest one after another; the results keep the
+    collection order. The estimate is what a correct agent needs
+    (``conformance.judging.deadlines.floor_s``: the waits the criteria allow, at the run's time
+    scale, and each attempt's own time). Deterministic, so that pytest-xdist's workers collect
+    the same order."""
     if not _active(config):
         return
     from conformance.judging.deadlines import ATTEMPT_OVERHEAD_S, floor_s
@@ -342,3 +344,26 @@ def pytest_collection_modifyitems(
         return nominal * scale + attempts * ATTEMPT_OVERHEAD_S
 
     items.sort(key=expected_s, reverse=True)
+    # A worker of -n N is told N by pytest-xdist (its settings are the controller's, less -n).
+    processes = getattr(config, "workerinput", {}).get("workercount", 1)
+    items[:] = dealt(items, max(1, int(processes)))
+
+
+def dealt(ordered: list[T], n: int) -> list[T]:
+    """``ordered`` (longest first) dealt round-robin into the contiguous parts pytest-xdist's
+    work stealing hands its ``n`` processes at the start (part i: ``len // (n - i)`` of what is
+    left), so that each process starts with one of the ``n`` longest. Sorted alone, the first
+    process would get the longest in a row and run them one after another while the others
+    stole its short tail."""
+    sizes, left = [], len(ordered)
+    for i in range(n):
+        sizes.append(left // (n - i))
+        left -= sizes[-1]
+    parts: list[list[T]] = [[] for _ in range(n)]
+    k = 0
+    for item in ordered:
+        while len(parts[k % n]) >= sizes[k % n]:
+            k += 1
+        parts[k % n].append(item)
+        k += 1
+    return [item for part in parts for item in part]

@@ -324,3 +324,19 @@ def test_plugin_dialect_option_serves_and_records_the_dialect(tmp_path, one_shot
     entries = ref["scenarios"][0]["journal"]["entries"]
     assert {e["dialect"] for e in entries} == {"openai_responses"}
     assert "--dialect openai_responses" in ref["scenarios"][0]["rerun"]
+
+
+def test_the_longest_scenarios_are_dealt_one_to_each_process_at_the_start() -> None:
+    from conformance.plugin import dealt
+
+    ordered = list(range(151))  # longest first: 0 is the longest
+    out = dealt(ordered, 4)
+    assert sorted(out) == ordered
+    # pytest-xdist's work stealing hands the 4 processes 37, 38, 38 and 38 items in a row.
+    starts = [0, 37, 75, 113]
+    assert [out[s] for s in starts] == [0, 1, 2, 3]  # each starts with one of the 4 longest
+    for s, e in zip(starts, [*starts[1:], 151], strict=True):
+        part = out[s:e]
+        assert part == sorted(part)  # then shorter and shorter
+    assert dealt(ordered, 1) == ordered
+    assert dealt([], 3) == []
