@@ -26,6 +26,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -35,11 +36,17 @@ __all__ = ["ENV", "Share"]
 ENV = "CONFORMANCE_RUN_SHARE"
 
 
+# How long a confirming run waits for the machine to itself: an ordinary run in flight may be an
+# agent that never ends its turn, held to its deadline (minutes). Past this, it runs beside them.
+ALONE_WAIT_S = 120.0
+
+
 class Share:
     """The run's shared measurements, in ``folder`` (None: nothing shared)."""
 
-    def __init__(self, folder: Path | None) -> None:
+    def __init__(self, folder: Path | None, alone_wait_s: float = ALONE_WAIT_S) -> None:
         self.folder = folder
+        self.alone_wait_s = alone_wait_s
 
     @classmethod
     def from_env(cls) -> Share:
@@ -68,13 +75,15 @@ class Share:
         (shared), alone for a run that must have the machine to itself (exclusive: a timing
         verdict's confirmation, conformance.verify). An exclusive holder waits for the shared
         ones to finish their scenario; while it waits or runs, no new one starts (a turnstile,
-        so that a stream of ordinary runs cannot keep it waiting to the end of the run)."""
+        so that a stream of ordinary runs cannot keep it waiting to the end of the run). It
+        waits ``alone_wait_s`` at most, then runs beside the others."""
         if self.folder is None:
             yield
             return
         with open(self.folder / "machine.lock", "a+b") as machine:
             with self._locked(self.folder / "turnstile.lock"):
-                fcntl.flock(machine, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+                if not (alone and _flock_within(machine, fcntl.LOCK_EX, self.alone_wait_s)):
+                    fcntl.flock(machine, fcntl.LOCK_SH)
             try:
                 yield
             finally:
@@ -89,3 +98,16 @@ class Share:
                 yield
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _flock_within(handle: Any, mode: int, seconds: float) -> bool:
+    """Take ``mode`` on ``handle`` within ``seconds``; whether it was taken."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(handle, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)  # flock has no timeout of its own

@@ -189,3 +189,16 @@ def _confirm(share: Share, order: list[str]) -> None:
 def test_without_a_shared_folder_nothing_waits() -> None:
     with Share(None).hold(alone=True), Share(None).hold(alone=True):
         pass
+
+
+def test_a_confirming_run_waits_a_bounded_time_then_runs_beside_the_others(
+    tmp_path: Path,
+) -> None:
+    import fcntl
+
+    impatient = Share(tmp_path, alone_wait_s=0.0)
+    # An ordinary run in flight (an agent held to its deadline, say): the confirming run does
+    # not wait for it past its bound, and runs beside it.
+    with Share(tmp_path).hold(alone=False), impatient.hold(alone=True):
+        assert not _probe(tmp_path / "machine.lock", fcntl.LOCK_EX)
+        assert _probe(tmp_path / "machine.lock", fcntl.LOCK_SH)
