@@ -16,6 +16,7 @@ import pytest
 from conformance.adapters.shipped import ProfileError, ShippedAdapter, load_profile
 from conformance.runner import run_scenario
 from fakes import Scenario
+from tests.adapters.fake_qwen import QWEN_ASK
 
 PROFILE = "claude-code-2-1-332"
 
@@ -469,17 +470,9 @@ def test_a_config_key_is_not_carried_and_ignored_at_once(tmp_path):
 
 # -- Qwen Code's fallback model: the flag, and the fallback listed in its settings -------------
 
-QWEN = """
-import json, os, sys, urllib.error, urllib.request
-def ask(model):
-    body = {"model": model, "messages": [{"role": "user", "content": sys.argv[-1]}]}
-    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
-        json.dumps(body).encode(), method="POST", headers={"content-type": "application/json",
-        "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
-    try:
-        return urllib.request.urlopen(req, timeout=10)
-    except urllib.error.HTTPError as exc:
-        return exc
+QWEN = (
+    QWEN_ASK
+    + """
 # As Qwen Code: --fallback-model names the fallback, which resolves only when a settings file
 # lists it under modelProviders; else it is the primary, and skipped.
 models = [os.environ["OPENAI_MODEL"]]
@@ -500,6 +493,7 @@ for _ in range(4):
     overloads += 1
 sys.exit(1)
 """
+)
 
 
 def _qwen_fake(tmp_path: Path, listed: bool) -> ShippedAdapter:

@@ -15,22 +15,15 @@ from pathlib import Path
 from conformance.adapters.shipped import ShippedAdapter
 from conformance.runner import run_scenario
 from fakes import Scenario
+from tests.adapters.fake_qwen import QWEN_ASK
 
 # Qwen Code's documented values for an OpenAI-compatible provider
 # (docs/users/configuration/model-providers.md of its repository).
 QWEN_LIMITS = {"maxRetries": 3, "retryInitialDelayMs": 3000, "retryMaxDelayMs": 30000}
 
-QWEN = """
-import json, os, sys, urllib.error, urllib.request
-def ask(model):
-    body = {"model": model, "messages": [{"role": "user", "content": sys.argv[-1]}]}
-    req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions",
-        json.dumps(body).encode(), method="POST", headers={"content-type": "application/json",
-        "authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
-    try:
-        return urllib.request.urlopen(req, timeout=10)
-    except urllib.error.HTTPError as exc:
-        return exc
+QWEN = (
+    QWEN_ASK
+    + """
 # As Qwen Code: model.generationConfig of the user's settings bounds its rate-limit retries
 # (10 when unset); the fallback model's own entry carries its own generationConfig.
 user = json.load(open(os.path.join(os.environ["HOME"], ".qwen", "settings.json")))
@@ -50,6 +43,7 @@ print(json.dumps([{"type": "result", "is_error": True,
                    "error": {"message": f"API Error: {r.status} retries exhausted"}}]))
 sys.exit(1)
 """
+)
 
 ALWAYS_429 = {
     "id": "limits-429",
