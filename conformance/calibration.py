@@ -3,8 +3,8 @@
 Theory of operation: libfaketime speeds up an agent's clocks and sleeps, not its own work. Each
 wait on the wire is then the agent's wait at the fast clock plus the real time the agent spent
 between the failure and the next request; at speed N that time weighs N times as much in the
-agent's seconds. Before its first scenario in a process, an agent whose profile asks for a warp
-runs :data:`SCENARIO`: a first 429 asking ``Retry-After: 1``, then four asking waits of 1, 4, 1
+agent's seconds. Before its first scenario, once per run (``conformance.share``: the run's other
+processes adopt the choice), an agent whose profile asks for a warp runs :data:`SCENARIO`: a first 429 asking ``Retry-After: 1``, then four asking waits of 1, 4, 1
 and 4 seconds (every agent certified so far honours a whole-second ``Retry-After``), then a
 reply. From the five waits measured:
 
@@ -48,7 +48,6 @@ __all__ = [
     "SPREAD_LIMIT_S",
     "Calibration",
     "ClockChoice",
-    "calibrate",
     "choose_clock",
     "measure_reaction",
 ]
@@ -225,18 +224,10 @@ class ClockChoice:
         return cls(doc["speed"], doc["timing_speed"], {c.speed: c for c in accepted}, doc["note"])
 
 
-def calibrate(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> dict[float, Calibration]:
+def choose_clock(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> ClockChoice | None:
     """Calibrate every speed of the adapter's fast clock; put it on the fastest accepted (for
     scenarios resting on timing: the fastest whose spread fits, else real time). Returns the
-    accepted calibrations by speed ({} for an agent on no fast clock)."""
-    choice = choose_clock(gateway, adapter, dialect)
-    if choice is None:
-        return {}
-    return choice.accepted
-
-
-def choose_clock(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> ClockChoice | None:
-    """:func:`calibrate`, returning the whole choice it applied (None: no fast clock)."""
+    choice it applied (None: the adapter has no fast clock)."""
     clock = adapter.fast_clock
     if clock is None:
         return None

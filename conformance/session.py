@@ -278,8 +278,9 @@ class RunSession:
 
     def ready(self, agent: AgentUnderTest) -> Reaction:
         """Before an agent's first scenario in this process: calibrate its fast clock when it
-        asks for one (conformance.calibration), else measure its reaction
-        (conformance.judging.reaction), under this run's own parallelism. Returns its reaction."""
+        asks for one (conformance.calibration; once per run, conformance.share), else measure
+        its reaction (conformance.judging.reaction), under this run's own parallelism. Returns
+        its reaction."""
         known = self._reactions.get(agent.label)
         if known is not None:
             return known

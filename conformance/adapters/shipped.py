@@ -309,17 +309,25 @@ class ShippedAdapter(AdapterBase):
         self, values: dict[str, str], roots: dict[str, Path], specs: list[dict[str, Any]]
     ) -> None:
         for spec in specs:
-            root = roots[spec["root"]]
-            target = (root / render(spec["path"], values)).resolve()
-            if not target.is_relative_to(root.resolve()):
-                raise ValueError(f"{self.profile.source}: file {spec['path']!r} leaves its root")
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target = self._target(spec, values, roots, "file")
             if "json" in spec:
                 target.write_text(json.dumps(render(spec["json"], values), indent=2), "utf-8")
             elif "text" in spec:
                 target.write_text(render(spec["text"], values), "utf-8")
             else:
                 target.symlink_to(render(spec["link"], values))
+
+    def _target(
+        self, spec: dict[str, Any], values: dict[str, str], roots: dict[str, Path], what: str
+    ) -> Path:
+        """Where a profile's ``root`` + ``path`` lands in this run, its folder made; ValueError
+        for a path that leaves its root."""
+        root = roots[spec["root"]]
+        target = (root / str(render(spec["path"], values))).resolve()
+        if not target.is_relative_to(root.resolve()):
+            raise ValueError(f"{self.profile.source}: {what} {spec['path']!r} leaves its root")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
 
     def _write_history(
         self, req: RunRequest, values: dict[str, str], roots: dict[str, Path]
@@ -341,14 +349,7 @@ class ShippedAdapter(AdapterBase):
             self.profile.version,
             datetime.now(UTC),
         )
-        root = roots[spec["root"]]
-        target = (root / render(spec["path"], values)).resolve()
-        if not target.is_relative_to(root.resolve()):
-            raise ValueError(
-                f"{self.profile.source}: history path {spec['path']!r} leaves its root"
-            )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(transcript.text, "utf-8")
+        self._target(spec, values, roots, "history path").write_text(transcript.text, "utf-8")
         written = render(spec["path"], values)
         return {
             "format": spec["format"],

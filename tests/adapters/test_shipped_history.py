@@ -221,34 +221,29 @@ def test_both_claude_code_profiles_take_history_by_resume():
     assert not ShippedAdapter("codex").traits.takes_history
 
 
-def test_unknown_history_format_names_file_and_line(tmp_path):
-    path = _profile(
-        tmp_path,
-        """\
+@pytest.mark.parametrize(
+    ("fmt", "path", "error"),
+    [
+        # An unknown format names its line.
+        ("bash-history", "x/{session_id}", r"p\.yaml:5: history\.format"),
+        # A placeholder typo names its line.
+        (
+            "claude-code-jsonl",
+            '"x/{sesion_id}.jsonl"',
+            r"p\.yaml:7: .*unknown placeholder \{sesion_id\}",
+        ),
+    ],
+)
+def test_a_bad_history_section_names_file_and_line(tmp_path, fmt, path, error):
+    text = f"""\
         history:
-          format: bash-history
+          format: {fmt}
           root: home
-          path: x/{session_id}
-          args: [--resume, "{session_id}"]
-        """,
-    )
-    with pytest.raises(ProfileError, match=r"p\.yaml:5: history\.format"):
-        load_profile(path)
-
-
-def test_history_placeholder_typo_names_its_line(tmp_path):
-    path = _profile(
-        tmp_path,
-        """\
-        history:
-          format: claude-code-jsonl
-          root: home
-          path: "x/{sesion_id}.jsonl"
-          args: [--resume, "{session_id}"]
-        """,
-    )
-    with pytest.raises(ProfileError, match=r"p\.yaml:7: .*unknown placeholder \{sesion_id\}"):
-        load_profile(path)
+          path: {path}
+          args: [--resume, "{{session_id}}"]
+        """
+    with pytest.raises(ProfileError, match=error):
+        load_profile(_profile(tmp_path, text))
 
 
 def test_a_capability_earned_by_history_is_not_declared_twice(tmp_path):

@@ -22,7 +22,7 @@ from conformance.adapters.warp import (
     preloadable,
     warp_env,
 )
-from conformance.calibration import ASKED_S, SPREAD_LIMIT_S, WARMUP_S, calibrate, judge
+from conformance.calibration import ASKED_S, SPREAD_LIMIT_S, WARMUP_S, choose_clock, judge
 from conformance.runner import run_scenario
 from fakes import SyncGateway, load_scenario
 from scenarios import SCENARIO_DIR
@@ -166,7 +166,7 @@ def test_the_first_retrys_one_off_work_blurs_the_spread_not_the_speed() -> None:
 
 
 class _FakeClock:
-    """Just what calibrate() asks of an adapter and its fast clock."""
+    """Just what choose_clock() asks of an adapter and its fast clock."""
 
     def __init__(self, speeds: list[float]) -> None:
         self.speeds: list[float] = speeds
@@ -196,8 +196,8 @@ def test_a_speed_refused_once_is_measured_again(monkeypatch: pytest.MonkeyPatch)
     runs = iter([bad, good])
     monkeypatch.setattr(calibration, "_measure", lambda *a: judge(10.0, next(runs)))
     clock = _FakeClock([10.0])
-    accepted = calibrate(None, clock, "openai_chat")  # type: ignore[arg-type]
-    assert list(accepted) == [10.0] and clock.used == 10.0
+    choice = choose_clock(None, clock, "openai_chat")  # type: ignore[arg-type]
+    assert choice is not None and list(choice.accepted) == [10.0] and clock.used == 10.0
 
 
 # -- a real dynamically linked program under libfaketime ---------------------------------------
@@ -277,7 +277,9 @@ def node_agent_at(tmp_path: Path) -> ShippedAdapter:
 def test_a_node_agent_runs_on_the_fast_clock_and_its_waits_are_judged(
     gateway: SyncGateway, node_agent: ShippedAdapter
 ) -> None:
-    accepted = calibrate(gateway, node_agent, "openai_chat")
+    choice = choose_clock(gateway, node_agent, "openai_chat")
+    assert choice is not None
+    accepted = choice.accepted
     cal = accepted.get(10.0)
     assert cal is not None, node_agent.warp_note
     # Its clock ran about ten times as fast: 4 s and 1 s asked, about 0.3 s apart on the wire.
@@ -306,7 +308,8 @@ def test_without_the_warp_the_same_agent_runs_in_real_time(
     gateway: SyncGateway, node_agent: ShippedAdapter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CONFORMANCE_FAKETIME_LIB", "/nonexistent/libfaketimeMT.so.1")
-    assert calibrate(gateway, node_agent, "openai_chat") == {}
+    choice = choose_clock(gateway, node_agent, "openai_chat")
+    assert choice is not None and choice.accepted == {}
     assert "refused" in node_agent.warp_note and "/nonexistent" in node_agent.warp_note
     assert node_agent.fixed_time_scale(False) is None
     assert "time_scale" not in node_agent.capabilities()
