@@ -68,6 +68,8 @@ class ScenarioEntry(TypedDict):
     clock: NotRequired[dict[str, Any]]
     reaction: NotRequired[dict[str, Any]]
     outside_attempts: NotRequired[list[dict[str, Any]]]
+    # False: a confirming run that asked for the machine alone and ran beside the run's others.
+    alone: NotRequired[bool]
     first_run: NotRequired[ScenarioEntry]
     fast_clock_run: NotRequired[ScenarioEntry]
     reruns: NotRequired[list[ScenarioEntry]]

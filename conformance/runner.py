@@ -238,8 +238,8 @@ def _entry(
     return entry
 
 
-def _hold_nothing(alone: bool) -> AbstractContextManager[None]:
-    return contextlib.nullcontext()
+def _hold_nothing(alone: bool) -> AbstractContextManager[bool]:
+    return contextlib.nullcontext(True)  # no other process of the run to wait for
 
 
 @dataclass(frozen=True)
@@ -253,8 +253,9 @@ class RunConfig:
     verify: int = 0
     repeat: int = 1
     # How a scenario's run holds the machine (conformance.share.Share.hold): shared with the
-    # run's other processes, or alone for a confirming run; by default it holds nothing.
-    hold: Callable[[bool], AbstractContextManager[None]] = _hold_nothing
+    # run's other processes, or alone for a confirming run, yielding whether it has what it
+    # asked for; by default it holds nothing.
+    hold: Callable[[bool], AbstractContextManager[bool]] = _hold_nothing
 
 
 def run_checked(
@@ -269,8 +270,12 @@ def run_checked(
     ``config.verify``, rerun until it reproduces (``conformance.verify``)."""
 
     def once(confirm: bool) -> Run:
-        with config.hold(confirm):
-            return _once(confirm)
+        with config.hold(confirm) as had:
+            run = _once(confirm)
+        if not had:
+            # The machine was not free within the hold's wait: the confirmation says so.
+            run[0]["alone"] = False
+        return run
 
     def _once(confirm: bool) -> Run:
         return run_scenario(

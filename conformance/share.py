@@ -70,22 +70,24 @@ class Share:
             return found, True
 
     @contextlib.contextmanager
-    def hold(self, alone: bool) -> Iterator[None]:
+    def hold(self, alone: bool) -> Iterator[bool]:
         """Hold while a scenario runs: with the run's other processes for an ordinary run
         (shared), alone for a run that must have the machine to itself (exclusive: a timing
         verdict's confirmation, conformance.verify). An exclusive holder waits for the shared
         ones to finish their scenario; while it waits or runs, no new one starts (a turnstile,
         so that a stream of ordinary runs cannot keep it waiting to the end of the run). It
-        waits ``alone_wait_s`` at most, then runs beside the others."""
+        waits ``alone_wait_s`` at most, then runs beside the others. Yields whether the run
+        has what it asked for: False only for one that asked to be alone and is not."""
         if self.folder is None:
-            yield
+            yield True
             return
         with open(self.folder / "machine.lock", "a+b") as machine:
             with self._locked(self.folder / "turnstile.lock"):
-                if not (alone and _flock_within(machine, fcntl.LOCK_EX, self.alone_wait_s)):
+                had = alone and _flock_within(machine, fcntl.LOCK_EX, self.alone_wait_s)
+                if not had:
                     fcntl.flock(machine, fcntl.LOCK_SH)
             try:
-                yield
+                yield had or not alone
             finally:
                 fcntl.flock(machine, fcntl.LOCK_UN)
 

@@ -90,6 +90,8 @@ def confirmed(first: Run, again: Run) -> Run:
         )
     else:
         was, where = f"time scale {_scale(entry):g}", f"time scale {_scale(again_entry):g}"
+    if again_entry.get("alone") is False:
+        where += ", beside the run's other processes (the machine was not free for it)"
     settled = dict(again_verdicts)
     for cid in doubtful:
         fast = verdicts[cid]

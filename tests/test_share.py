@@ -143,11 +143,13 @@ def test_ordinary_runs_share_the_machine_and_a_confirming_run_has_it_alone(
     import fcntl
 
     share, machine = Share(tmp_path), tmp_path / "machine.lock"
-    with share.hold(alone=False):
+    with share.hold(alone=False) as had:
+        assert had
         assert _probe(machine, fcntl.LOCK_SH)  # other ordinary runs go on beside it
         assert not _probe(machine, fcntl.LOCK_EX)  # a confirming run waits for it
         assert _probe(tmp_path / "turnstile.lock", fcntl.LOCK_EX)  # held only to get in
-    with share.hold(alone=True):
+    with share.hold(alone=True) as had:
+        assert had
         assert not _probe(machine, fcntl.LOCK_SH)  # no ordinary run starts meanwhile
     assert _probe(machine, fcntl.LOCK_EX)  # released
 
@@ -187,8 +189,8 @@ def _confirm(share: Share, order: list[str]) -> None:
 
 
 def test_without_a_shared_folder_nothing_waits() -> None:
-    with Share(None).hold(alone=True), Share(None).hold(alone=True):
-        pass
+    with Share(None).hold(alone=True) as one, Share(None).hold(alone=True) as other:
+        assert one and other  # no other process of the run to share with
 
 
 def test_a_confirming_run_waits_a_bounded_time_then_runs_beside_the_others(
@@ -199,6 +201,37 @@ def test_a_confirming_run_waits_a_bounded_time_then_runs_beside_the_others(
     impatient = Share(tmp_path, alone_wait_s=0.0)
     # An ordinary run in flight (an agent held to its deadline, say): the confirming run does
     # not wait for it past its bound, and runs beside it.
-    with Share(tmp_path).hold(alone=False), impatient.hold(alone=True):
+    with Share(tmp_path).hold(alone=False), impatient.hold(alone=True) as had:
+        assert not had  # and the confirmation is told so, to say it (conformance.verify)
         assert not _probe(tmp_path / "machine.lock", fcntl.LOCK_EX)
         assert _probe(tmp_path / "machine.lock", fcntl.LOCK_SH)
+
+
+def test_a_confirmation_run_beside_the_others_is_marked_and_says_so(tmp_path: Path) -> None:
+    import contextlib
+    from collections.abc import Iterator
+
+    from conformance.adapters.reference import ReferenceAdapter
+    from conformance.reference import Behaviours
+    from conformance.runner import RunConfig, run_checked
+    from fakes import Gateway, load_scenario
+
+    asked: list[bool] = []
+
+    @contextlib.contextmanager
+    def busy_machine(alone: bool) -> Iterator[bool]:
+        asked.append(alone)
+        yield not alone  # an ordinary run has its share; a confirmation is never alone
+
+    scenario = (
+        Path(__file__).resolve().parents[1] / "scenarios/criteria/rty/rty-03-backoff-429.yaml"
+    )
+    broken = ReferenceAdapter(Behaviours(backoff_base=False))  # fails RTY-03 on any clock
+    with Gateway.running() as gateway:
+        entry, verdicts = run_checked(
+            gateway, broken, load_scenario(scenario), RunConfig(hold=busy_machine)
+        )
+    assert asked == [False, True]
+    assert entry["alone"] is False and "alone" not in entry["first_run"]
+    assert verdicts["RTY-03"]["verdict"] == "FAIL"
+    assert "beside the run's other processes" in verdicts["RTY-03"]["confirmed"]["on"]

@@ -182,3 +182,18 @@ def test_a_confirmation_on_a_slower_calibrated_clock_says_which():
     assert (
         entry["clock"]["time_warp"] == 5 and "confirmed on the x5 clock" in entry["clock"]["note"]
     )
+
+
+def test_a_confirmation_that_could_not_have_the_machine_alone_says_so():
+    # The run's hold (conformance.share) gave up waiting for the other processes: the runner
+    # marks the confirming run, and the verdict says where it was confirmed.
+    alone = _warped(_run("slow", RTY_05="PASS"), 5)
+    beside = _warped(_run("slow", RTY_05="PASS"), 5)
+    beside[0]["alone"] = False
+    _, had = judged(Clocked(_warped(_run("fast", RTY_05="FAIL"), 10), alone), 0)
+    entry, verdicts = judged(Clocked(_warped(_run("fast", RTY_05="FAIL"), 10), beside), 0)
+    assert "beside" not in had["RTY-05"]["observed"]
+    assert verdicts["RTY-05"]["confirmed"]["on"] == (
+        "the x5 clock, beside the run's other processes (the machine was not free for it)"
+    )
+    assert "beside the run's other processes" in entry["clock"]["note"]
