@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from conformance.adapters import agent_names, make_adapter  # noqa: E402
+from conformance.adapters.shipped import ShippedAdapter  # noqa: E402
 from conformance.catalogue import CATALOGUE  # noqa: E402
 from reports.render import render  # noqa: E402
 
@@ -36,14 +37,13 @@ def available(spec: str) -> tuple[str | None, str, str]:
     try:
         adapter = make_adapter(spec)
         caps = adapter.capabilities()  # a command that cannot start fails here
-        profile = getattr(adapter, "profile", None)
-        check = getattr(adapter, "_resolve_bin", None)  # a shipped agent not installed
-        if check is not None:
-            check()
+        if isinstance(adapter, ShippedAdapter):
+            adapter.resolve_bin()  # a shipped agent not installed
     except Exception as exc:  # noqa: BLE001 - any failure to start is a reason to skip
         return (str(exc).splitlines()[0] if str(exc) else type(exc).__name__), "", ""
-    transport = "mcp" if profile is not None and "mcp_tools" in caps else "http"
-    return None, getattr(profile, "dialect", None) or "openai_chat", transport
+    if not isinstance(adapter, ShippedAdapter):
+        return None, "openai_chat", "http"
+    return None, adapter.profile.dialect, "mcp" if "mcp_tools" in caps else "http"
 
 
 def main() -> int:

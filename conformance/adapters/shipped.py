@@ -176,7 +176,7 @@ class ShippedAdapter(AdapterBase):
             return []
         try:
             library = find_library()
-            ok, why = preloadable(self._resolve_bin())
+            ok, why = preloadable(self.resolve_bin())
             if not ok:
                 raise WarpRefused(why)
             shim = (
@@ -253,7 +253,8 @@ class ShippedAdapter(AdapterBase):
             caps.add(f"dialect:{self.profile.dialect}")
         return caps
 
-    def _resolve_bin(self) -> str:
+    def resolve_bin(self) -> str:
+        """The agent's installed executable; FileNotFoundError saying how to install it."""
         if self._bin:
             return self._bin
         path = self.profile.bin_path
@@ -391,7 +392,7 @@ class ShippedAdapter(AdapterBase):
                 f"(run it with --dialect {self.profile.dialect})",
             )
         try:
-            binp = self._resolve_bin()
+            binp = self.resolve_bin()
         except FileNotFoundError as exc:
             return RunOutcome("error", events, hello, "", str(exc))
         with tempfile.TemporaryDirectory(prefix="shipped-home-") as tmp:
