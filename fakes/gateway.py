@@ -52,6 +52,7 @@ class Session:
         self.base_url: str = urls["base_url"]
         self.tool_endpoint: str = urls["tool_endpoint"]
         self.mcp_endpoint: str = urls["mcp_endpoint"]
+        self.credential_url: str = urls["credential_url"]
 
     def journal(self) -> Journal:
         """Contracts §2 journal (a snapshot copy)."""

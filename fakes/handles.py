@@ -41,6 +41,11 @@ class SessionHandle(Protocol):
         """The session's MCP tool host (streamable HTTP)."""
         ...
 
+    @property
+    def credential_url(self) -> str:
+        """The session's credential source: ``GET`` gives the key a refresh gets (RTY-10)."""
+        ...
+
     def journal(self) -> Journal:
         """Contracts §2 journal: a snapshot, headers already redacted."""
         ...

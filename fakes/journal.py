@@ -99,6 +99,9 @@ class ChatEntry(_Entry):
     """A model request in any dialect: the scripted requests."""
 
     kind: Literal["chat"]
+    # Which API key it carried: 1 for the session's first, 2 for the next one (a refreshed
+    # key, RTY-10); None without one. The key itself is never journaled.
+    credential: NotRequired[int | None]
 
 
 class CountTokensEntry(_Entry):

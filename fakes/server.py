@@ -103,6 +103,7 @@ class GatewayApp:
         r.add_get("/s/{sid}/v1/models", self._models)
         r.add_post("/s/{sid}/tools/{tool}", self._tool)
         r.add_route("*", "/s/{sid}/mcp", self._mcp)
+        r.add_get("/s/{sid}/credential", self._credential)
         r.add_route("*", "/s/{sid}/{tail:.*}", self._unknown)
         # The same endpoints without ``/s/{sid}``: they serve ``root_sid``, if any.
         for d in REGISTRY.values():
@@ -186,6 +187,7 @@ class GatewayApp:
             "base_url": f"{base}/s/{sid}/v1",
             "tool_endpoint": f"{base}/s/{sid}/tools",
             "mcp_endpoint": f"{base}/s/{sid}/mcp",
+            "credential_url": f"{base}/s/{sid}/credential",
         }
 
     def _listed(self) -> tuple[str | None, list[IndexSession]]:
@@ -360,6 +362,8 @@ class GatewayApp:
             return self._not_found(request, dialect)
         e = self._entry(st, request, "chat")
         e["dialect"] = dialect
+        key = _api_key(request)
+        e["credential"] = st.key_label(key)
         body = await self._read_json(request, e)
         if isinstance(body, web.Response):
             return self._record_simple(e, body)
@@ -382,11 +386,21 @@ class GatewayApp:
             e["step"] = None if otherwise else step.index
             e["otherwise"] = otherwise
             named = with_agent_names(step, body)  # scripted tool names as the agent offers them
-            plan = make_plan(named, body, dialect, api_key=_api_key(request))
+            plan = make_plan(named, body, dialect, api_key=key)
+            if _says_expired(plan):
+                st.expire(key)
         e["harness_error"] = plan.harness_error
         e["fault"] = plan.fault
         e["fault_params"] = dict(step.fault_params or {}) if step is not None else None
         return await self._execute(request, plan, e, st)
+
+    async def _credential(self, request: web.Request) -> web.Response:
+        """The session's credential source (RTY-10): the key a refresh gets, once a request was
+        answered 401 for expired credentials; null before. Not journaled: it holds a key."""
+        st = self._session(request)
+        if st is None:
+            return self._not_found(request)
+        return web.json_response({"api_key": st.refreshed_key})
 
     async def _models(self, request: web.Request) -> web.StreamResponse:
         st = self._session(request)
@@ -580,6 +594,11 @@ def _refusal_body(request: web.Request, message: str) -> dict[str, Any]:
             type_ = "permission_error" if d.NAME == "anthropic_messages" else "forbidden_host"
             return d.error_body(message, type_)
     return REGISTRY["openai_chat"].error_body(message, "forbidden_host")
+
+
+def _says_expired(plan: Plan) -> bool:
+    """A 401 whose body says the credentials expired (the wording RTY-10's check reads)."""
+    return plan.status == 401 and any(b"expired" in c.data.lower() for c in plan.chunks)
 
 
 def _api_key(request: web.Request) -> str | None:

@@ -77,6 +77,11 @@ class SessionState:
     # it started from, its speed); HTTP-dates the session renders are in that clock.
     agent_clock: tuple[float, float] | None = None
     retention: Retention = field(default_factory=Retention)
+    # Credentials (RTY-10): each distinct API key the session's model requests carried, in
+    # order of first use, so the journal names which one a request carried (1, 2, ...) and
+    # never the key; and the key a refresh hands out after an expired-credential 401.
+    keys: list[str] = field(default_factory=list, repr=False)
+    refreshed_key: str | None = field(default=None, repr=False)
     # The journal: every entry, or a ring of the last ``retention.entries``.
     entries: deque[Entry] = field(init=False)
     count: int = 0  # entries journaled since the session began (the next ``seq``)
@@ -93,6 +98,22 @@ class SessionState:
         """Journal ``entry`` (its ``seq`` is ``count``); a full ring lets its oldest go."""
         self.entries.append(entry)
         self.count += 1
+
+    def key_label(self, key: str | None) -> int | None:
+        """Which of the session's keys ``key`` is: 1 for the first one seen, 2 for the next;
+        None for a request that carried none."""
+        if not key:
+            return None
+        if key not in self.keys:
+            self.keys.append(key)
+        return self.keys.index(key) + 1
+
+    def expire(self, key: str | None) -> None:
+        """An expired-credential 401 was served to a request carrying ``key``: a refresh from
+        now on hands out a new key. It extends the expired one, so that wherever it shows up
+        (a log, a dump, a report) it is found and redacted as the run's key is."""
+        if key:
+            self.refreshed_key = f"{key}-refreshed-{len(self.keys)}"
 
     def headers_sent(self) -> None:
         """A response's headers just went out (called by the server)."""

@@ -410,6 +410,7 @@ def test_a_criterion_limited_to_other_dialects_is_informational(gateway, monkeyp
 # SHOULD / MAY behaviours: switched off, their criterion is NON-STRICT (a SHOULD/MAY failure).
 BROKEN_NON_STRICT = [
     ("credential_refresh", "rty/rty-10-expired-token-refreshed.yaml", "RTY-10"),
+    ("fresh_credentials", "rty/rty-10-expired-token-refreshed.yaml", "RTY-10"),
     ("background_tools", "trn/trn-10-backgrounded-tool.yaml", "TRN-10"),
     ("media_stripping", "ctx/ctx-05-image-too-large.yaml", "CTX-05"),
     ("compaction_breaker", "lop/lop-05-compaction-fails-proactive.yaml", "LOP-05"),

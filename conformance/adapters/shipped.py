@@ -286,6 +286,7 @@ class ShippedAdapter(AdapterBase):
             "tool_timeout_ms": _ms(config.get("tool_timeout_s")),
             "max_output_tokens": str(config.get("max_output_tokens") or ""),
             "tool_endpoint": str(req.start.get("tool_endpoint") or ""),
+            "credential_url": str(req.start.get("credential_url") or ""),
             "mcp_endpoint": mcp_endpoint(req.start),
             # The harness's own interpreter: a hook command the profile writes runs on it.
             "python": sys.executable,

@@ -62,6 +62,8 @@ PLACEHOLDERS = (
     "max_output_tokens",
     "tool_endpoint",
     "python",
+    # The run's credential source (RTY-10): GET gives the key to use after an expired one.
+    "credential_url",
     # The session's MCP tool host (`mcp` below): where the agent takes the hosted tools from.
     "mcp_endpoint",
     # A history resumed (`history` below): the saved conversation's id, and the working

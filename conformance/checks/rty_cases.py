@@ -85,10 +85,14 @@ def expired_401(entry: ChatEntry) -> bool:
 
 @check("RTY-10", final=True)
 def check_rty_10(ev: Evidence) -> Finding:
-    """A 401 for expired credentials is retried exactly once (after a refresh): one identical
-    resend, and none after a second expired 401. The refreshed credential itself is not
-    visible: the journal redacts authorization headers."""
-    expected = "after a 401 for expired credentials, exactly one retry of the same request"
+    """A 401 for expired credentials is retried exactly once, after a refresh: one resend of
+    the same body carrying another key than the one that expired, and none after a second
+    expired 401. The journal names which of the session's keys each request carried
+    (``credential``: 1, 2, ...), never the key: a retry with the expired key is no refresh."""
+    expected = (
+        "after a 401 for expired credentials, exactly one retry of the same request, with a "
+        "refreshed key"
+    )
     chat = ev.chat()
     i = next((k for k, e in enumerate(chat) if expired_401(e)), None)
     if i is None:
@@ -98,19 +102,35 @@ def check_rty_10(ev: Evidence) -> Finding:
         if e.get("body") != chat[i].get("body"):
             break
         same.append(e)
-    after_401 = [b for a, b in zip(same, same[1:], strict=False) if expired_401(a)]
-    if not after_401 and not turn_over(ev):
+    retries = [(a, b) for a, b in zip(same, same[1:], strict=False) if expired_401(a)]
+    if not retries and not turn_over(ev):
         return not_applicable(expected, "the turn has not ended: the retry may still come")
-    if not after_401:
+    if not retries:
         return failed(expected, f"the 401 at seq {chat[i].get('seq')} was never retried")
-    if len(after_401) > 1:
+    if len(retries) > 1:
         return failed(
             expected,
-            f"{len(after_401)} retries after expired-credential 401s "
-            f"(seqs {[e.get('seq') for e in after_401]}): refresh-and-retry must happen once",
+            f"{len(retries)} retries after expired-credential 401s "
+            f"(seqs {[b.get('seq') for _, b in retries]}): refresh-and-retry must happen once",
         )
-    r = after_401[0]
-    return passed(expected, f"one retry at seq {r.get('seq')}, answered {answer_of(r)}")
+    expired, r = retries[0]
+    if "credential" not in expired or "credential" not in r:
+        return not_applicable(
+            expected,
+            "this journal does not say which key each request carried (recorded since "
+            "release 1.2.0): a refresh cannot be told from a plain retry",
+        )
+    if r["credential"] == expired["credential"]:
+        return failed(
+            expected,
+            f"the retry at seq {r.get('seq')} carried the key that had expired (the session's "
+            f"key {expired['credential']}): it was resent without a refresh",
+        )
+    return passed(
+        expected,
+        f"one retry at seq {r.get('seq')} with a refreshed key (the session's key "
+        f"{expired['credential']}, then {r['credential']}), answered {answer_of(r)}",
+    )
 
 
 _OAI_WINDOW = re.compile(r"maximum context length is (\d+)", re.I)

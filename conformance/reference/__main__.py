@@ -74,8 +74,6 @@ async def _adapter(behaviours: Behaviours) -> int:
             base_url=base_url,
             api_key=os.environ.get("OPENAI_API_KEY", ""),
             ca_file=os.environ.get("SSL_CERT_FILE") or None,
-            # RTY-10: a refresh re-reads the key from the environment, its source.
-            refresh_key=lambda: os.environ.get("OPENAI_API_KEY", ""),
             behaviours=behaviours,
         )
     finally:

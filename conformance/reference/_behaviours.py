@@ -30,6 +30,9 @@ class Behaviours:
     window_correction: bool = True  # RTY-11: a window overflow lowers max_tokens once
     loop_detection: bool = True
     credential_refresh: bool = True  # RTY-10: an expired-credential 401 refreshes once
+    # RTY-10: the refresh asks the run's credential source; off: the 401'd request is resent
+    # with the key that expired (a plain retry that calls itself a refresh).
+    fresh_credentials: bool = True
     background_tools: bool = True  # TRN-10: run_in_background calls are not waited for
     media_stripping: bool = True  # CTX-05: media too large -> resend without media once
     compaction_breaker: bool = True  # LOP-05: 3 failed compactions in a row stop compacting

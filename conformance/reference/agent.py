@@ -35,6 +35,7 @@ import json
 import pkgutil
 import random
 import ssl as ssl_mod
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -198,8 +199,12 @@ class _Driver:
         self.codec = codec_for(start.get("dialect"))
         self.url = base_url.rstrip("/") + self.codec.path
         self.auth = self.codec.headers(api_key)
-        # RTY-10: where a refreshed key comes from (default: the key given at the start).
-        self.refresh_key = refresh_key or (lambda: api_key)
+        # RTY-10: where a refreshed key comes from (default: the run's credential source).
+        self.refresh_key = refresh_key or (
+            credential_source(start, api_key, ssl)
+            if behaviours.fresh_credentials
+            else (lambda: api_key)
+        )
         self.ssl = ssl
         self.scale = float(start.get("time_scale", 1.0) or 1.0)
         config = dict(start.get("config") or {})
@@ -476,7 +481,8 @@ async def run_protocol(
     """Run one turn for ``start``; emits ``hello``, the events, exactly one ``turn_end``.
 
     Returns the ``turn_end`` reason (``completed``, ``error`` or ``aborted``). ``refresh_key``
-    re-reads the key from its source after a 401 for expired credentials (default: ``api_key``).
+    reads the key from its source after a 401 for expired credentials (default:
+    :func:`credential_source`).
     Every event reaches ``emit`` with the key (whole or masked) replaced by ``[REDACTED]``.
     """
     redactor = Redactor(api_key, enabled=behaviours.redact_own_key)
@@ -514,6 +520,27 @@ async def run_protocol(
             if not crashed:
                 emit({"type": "turn_end", "reason": reason})
     return reason
+
+
+def credential_source(start: dict[str, Any], api_key: str, ssl: Any) -> Callable[[], str]:
+    """Where a refreshed key comes from (RTY-10): the run's credential source,
+    ``start.credential_url`` (``GET`` gives ``{"api_key": ...}``, null while none is issued),
+    else the key given at the start."""
+    url = start.get("credential_url")
+    if not url:
+        return lambda: api_key
+
+    def fetch() -> str:
+        # Synchronous on purpose: the refresh and the resend are one step of the core, and the
+        # source is the local gateway. A source that fails leaves the key as it was.
+        try:
+            with urllib.request.urlopen(str(url), timeout=5, context=ssl or None) as r:
+                key = json.load(r).get("api_key")
+        except (OSError, ValueError, AttributeError):
+            key = None
+        return key if isinstance(key, str) and key else api_key
+
+    return fetch
 
 
 def _task_key(a: Action) -> tuple[str, Any] | None:

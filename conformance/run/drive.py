@@ -75,6 +75,7 @@ def start_message(
         "tool_endpoint": session.tool_endpoint,
         "tool_transport": tool_transport,
         "mcp_endpoint": session.mcp_endpoint,
+        "credential_url": session.credential_url,
         "time_scale": time_scale,
         "debug_dir": str(debug_dir),
         "config": config,

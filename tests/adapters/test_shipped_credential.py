@@ -50,11 +50,12 @@ def ask(k):
         return urllib.request.urlopen(req, timeout=10)
     except urllib.error.HTTPError as exc:
         return exc
-r = ask(key())
+first = key()
+r = ask(first)
 for _ in range(RETRIES):
     if r.status != 401:
         break
-    r = ask(key())
+    r = ask(key() if REFRESHES else first)
 print("helper runs:", runs, file=sys.stderr)
 if r.status != 200:
     print(json.dumps({"type": "result", "subtype": "error", "is_error": True,
@@ -94,9 +95,19 @@ TWICE = {
 }
 
 
-def _run(gateway, tmp_path: Path, scenario: dict, *, retries: int, logs_key: bool = False):
+def _run(
+    gateway,
+    tmp_path: Path,
+    scenario: dict,
+    *,
+    retries: int,
+    logs_key: bool = False,
+    refreshes: bool = True,
+):
     path = tmp_path / "fake-claude"
-    head = f"#!{sys.executable}\nRETRIES = {retries}\nLOGS_KEY = {logs_key}\n"
+    head = (
+        f"#!{sys.executable}\nRETRIES = {retries}\nLOGS_KEY = {logs_key}\nREFRESHES = {refreshes}\n"
+    )
     path.write_text(head + textwrap.dedent(FAKE))
     path.chmod(0o755)
     ad = ShippedAdapter(PROFILES[0], bin_path=str(path))
@@ -108,6 +119,11 @@ def _run(gateway, tmp_path: Path, scenario: dict, *, retries: int, logs_key: boo
 
 def _chat(entry) -> list[int]:
     return [e["response"]["status"] for e in entry["journal"]["entries"] if e["kind"] == "chat"]
+
+
+def _keys(entry) -> list[int]:
+    """Which of the session's keys each model request carried (the journal never holds one)."""
+    return [e["credential"] for e in entry["journal"]["entries"] if e["kind"] == "chat"]
 
 
 @pytest.mark.parametrize("name", PROFILES)
@@ -143,8 +159,18 @@ def test_the_helper_gives_the_key_and_is_run_again_after_the_401(tmp_path, gatew
     assert '"autoUpdates": false' in log and '"includeCoAuthoredBy": false' in log
     assert "apiKeyHelper" in entry["events"][0]["driven"]["credential_refresh"]
     assert _chat(entry) == [401, 200]
+    # The helper got a key of its own from the run's credential source after the 401.
+    assert _keys(entry) == [1, 2]
     assert verdicts["RTY-10"]["verdict"] == "PASS", verdicts["RTY-10"]
     assert verdicts["DBG-02"]["verdict"] == "PASS", verdicts["DBG-02"]
+
+
+def test_an_agent_that_resends_the_expired_key_is_judged(tmp_path, gateway):
+    # A retry of the 401 without running the helper again: the same key went out twice.
+    entry, verdicts = _run(gateway, tmp_path, REFRESHED, retries=1, refreshes=False)
+    assert _chat(entry) == [401, 200] and _keys(entry) == [1, 1]
+    assert "carried the key that had expired" in verdicts["RTY-10"]["observed"]
+    assert verdicts["RTY-10"]["verdict"] == "NON-STRICT", verdicts["RTY-10"]  # a MAY
 
 
 def test_the_helper_prints_the_runs_own_key(tmp_path, gateway):

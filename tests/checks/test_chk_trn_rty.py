@@ -393,22 +393,50 @@ def test_rty_09_not_applicable_foreground_only() -> None:
 EXPIRED = json.dumps({"error": {"message": "The access token has expired.", "code": "x"}})
 
 
-def _401(j: Journal, text: str = EXPIRED) -> dict:
+def _401(j: Journal, text: str = EXPIRED, key: int | None = 1) -> dict:
     e = j.chat(401, body=MAIN)
     e["response"]["sent"] = text
+    e["credential"] = key
+    return e
+
+
+def _ok(j: Journal, key: int | None = 2) -> dict:
+    e = j.chat(200, body=MAIN)
+    e["credential"] = key
     return e
 
 
 def test_rty_10_pass_one_retry() -> None:
     j = Journal()
     _401(j)
-    j.chat(200, body=MAIN)
-    assert rty_cases.check_rty_10(j.evidence()).outcome == "pass"
+    _ok(j)
+    f = rty_cases.check_rty_10(j.evidence())
+    assert f.outcome == "pass" and "key 1, then 2" in f.observed
     j = Journal()
     _401(j)
-    _401(j)
+    _401(j, key=2)
     f = rty_cases.check_rty_10(j.evidence())
     assert f.outcome == "pass" and "answered status 401" in f.observed
+
+
+def test_rty_10_fail_retried_with_the_expired_key() -> None:
+    # A plain retry of the 401: the same body, the same key. No refresh happened.
+    j = Journal()
+    _401(j)
+    _ok(j, key=1)
+    f = rty_cases.check_rty_10(j.evidence())
+    assert f.outcome == "fail" and "carried the key that had expired" in f.observed
+
+
+def test_rty_10_not_applicable_on_a_journal_that_does_not_name_the_keys() -> None:
+    # Evidence saved before the journal named the keys: a refresh cannot be told apart.
+    j = Journal()
+    _401(j)
+    _ok(j)
+    for e in j.entries:
+        del e["credential"]
+    f = rty_cases.check_rty_10(j.evidence())
+    assert f.outcome == "not_applicable" and "release 1.2.0" in f.observed
 
 
 def test_rty_10_fail_never_retried() -> None:
