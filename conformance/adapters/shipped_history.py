@@ -29,9 +29,9 @@ then becomes the OpenAI Responses input items Codex records as ``response_item``
 ``message`` of ``input_text`` and ``input_image`` parts; an assistant turn's ``reasoning`` (its
 text as a summary, as Codex records a reply's reasoning; its ``encrypted_content``), its
 ``message`` of ``output_text`` parts and one ``function_call`` per tool call; a tool result's
-``function_call_output``. What Codex takes from its own configuration (base instructions, model,
-provider, sandbox: the ``turn_context`` and ``world_state`` lines it writes per turn) is left for
-it to take.
+``function_call_output``. What Codex takes from its own configuration (base instructions and
+provider, which its own ``session_meta`` records; model and sandbox, in the ``turn_context`` and
+``world_state`` lines it writes per turn) is left for it to take.
 """
 
 from __future__ import annotations
@@ -446,14 +446,10 @@ def _cx_assistant(m: dict[str, Any], where: str) -> list[dict[str, Any]]:
         items.append(item)
     calls = m.get("tool_calls") or []
     content = m.get("content")
-    if content is None:
-        # An empty turn stays one: a message without content, as it was given.
-        parts = [] if not (items or calls) else None
-    elif isinstance(content, str) and not content and (items or calls):
-        parts = None
-    else:
-        parts = _cx_parts(content, where, "output_text")
-    if parts is not None:
+    parts = [] if content is None else _cx_parts(content, where, "output_text")
+    # Text beside reasoning or calls is a message item of its own; an empty turn stays one (a
+    # message of no part for null, of one empty text for ''), as it was given.
+    if content or not (items or calls):
         items.append({"type": "message", "role": "assistant", "content": parts})
     if not isinstance(calls, list):
         raise Untellable(f"{where}.tool_calls: a list of tool calls, not {calls!r}")
