@@ -293,6 +293,8 @@ class ShippedAdapter(AdapterBase):
             # A history resumed (_write_history): filled in for runs with one.
             "session_id": "",
             "workdir_key": "",
+            "session_date": "",
+            "session_time": "",
         }
 
     def _drives(self, req: RunRequest) -> dict[str, dict[str, Any]]:
@@ -335,21 +337,25 @@ class ShippedAdapter(AdapterBase):
         self, req: RunRequest, values: dict[str, str], roots: dict[str, Path]
     ) -> dict[str, Any]:
         """Write the scenario's history where the profile's ``history`` says, in its format,
-        under a new session id (``values`` gain ``session_id`` and ``workdir_key``); what the
-        hello says of it. Untellable: the format cannot carry it whole."""
+        under a new session id (``values`` gain ``session_id``, ``workdir_key``, and when it
+        was saved: ``session_date``, ``session_time``); what the hello says of it. Untellable:
+        the format cannot carry it whole."""
         spec = self.profile.history
         write, key_of = FORMATS[spec["format"]]
         # The directory the agent runs in, as it reads its own working directory.
         cwd = str(req.workdir.resolve())
+        now = datetime.now(UTC)
         values["session_id"] = str(uuid.uuid4())
         values["workdir_key"] = key_of(cwd)
+        values["session_date"] = now.strftime("%Y/%m/%d")
+        values["session_time"] = now.strftime("%Y-%m-%dT%H-%M-%S")
         transcript = write(
             list(req.start["history"]),
             values["session_id"],
             cwd,
             values["model"],
             self.profile.version,
-            datetime.now(UTC),
+            now,
         )
         self._target(spec, values, roots, "history path").write_text(transcript.text, "utf-8")
         written = render(spec["path"], values)

@@ -19,6 +19,19 @@ object per line, a ``user`` or ``assistant`` entry per message, each with ``uuid
 user text and ``image`` blocks (base64 or url source), assistant ``thinking`` (with its
 ``signature``), ``text`` and ``tool_use`` blocks, and each run of tool results as one user entry
 of ``tool_result`` blocks.
+
+``codex-rollout-jsonl`` (Codex CLI 0.171.0, ``codex exec resume SESSION_ID PROMPT``: it finds
+``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-<SESSION_ID>.jsonl`` by the id in
+its name): one JSON object per line, each with ``timestamp``, ``ordinal`` (its place in the file)
+and ``type``/``payload``. The first is the ``session_meta`` (``id``, ``cwd``, ``cli_version``,
+``source`` ``exec``, ``history_mode`` ``paginated``: the shape this version writes); each message
+then becomes the OpenAI Responses input items Codex records as ``response_item`` lines: a user
+``message`` of ``input_text`` and ``input_image`` parts; an assistant turn's ``reasoning`` (its
+text as a summary, as Codex records a reply's reasoning; its ``encrypted_content``), its
+``message`` of ``output_text`` parts and one ``function_call`` per tool call; a tool result's
+``function_call_output``. What Codex takes from its own configuration (base instructions and
+provider, which its own ``session_meta`` records; model and sandbox, in the ``turn_context`` and
+``world_state`` lines it writes per turn) is left for it to take.
 """
 
 from __future__ import annotations
@@ -39,6 +52,8 @@ __all__ = [
     "Untellable",
     "claude_code_jsonl",
     "claude_code_project_key",
+    "codex_rollout_jsonl",
+    "no_workdir_key",
 ]
 
 
@@ -306,7 +321,186 @@ def _cc_tool_result(m: dict[str, Any], where: str) -> dict[str, Any]:
     return block
 
 
+# -- Codex CLI ------------------------------------------------------------------------------------
+
+_CX_KEYS = {
+    "user": {"role", "content"},
+    "assistant": {"role", "content", "tool_calls", "reasoning_content", "encrypted_content"},
+    "tool": {"role", "content", "tool_call_id", "is_error"},
+}
+# Why a field of another vendor's has no place in a Responses item (module doc).
+_CX_FOREIGN = {
+    "reasoning_signature": "another vendor's signature of its reasoning: a Responses reasoning "
+    "item carries OpenAI's encrypted_content only",
+    "thinking_blocks": "Anthropic thinking blocks: no Responses item carries them",
+}
+
+
+def no_workdir_key(cwd: str) -> str:
+    """Codex keeps its sessions by date, not by working directory: no key."""
+    return ""
+
+
+def codex_rollout_jsonl(
+    history: list[dict[str, Any]],
+    session_id: str,
+    cwd: str,
+    model: str,
+    version: str,
+    now: datetime,
+) -> Transcript:
+    """``history`` as a Codex CLI rollout (module doc); Untellable names what it cannot carry.
+    ``model`` is not written: a rollout names the model only in the per-turn settings Codex
+    takes from its configuration. Lines are stamped a millisecond apart, the last one a second
+    before ``now``, so the same input gives the same text."""
+    items = [item for i, m in enumerate(history) for item in _cx_items(m, f"history[{i}]")]
+    start = now - timedelta(seconds=1) - timedelta(milliseconds=len(items))
+    meta = {
+        "id": session_id,
+        "session_id": session_id,
+        "timestamp": _cx_stamp(start),
+        "cwd": cwd,
+        "originator": "codex_exec",
+        "cli_version": version,
+        "source": "exec",
+        "thread_source": "user",
+        "history_mode": "paginated",
+    }
+    lines = [("session_meta", meta)] + [("response_item", item) for item in items]
+    text = "".join(
+        # ASCII: a line separator in the text (U+2028, U+0085) stays inside its line.
+        json.dumps(
+            {
+                "timestamp": _cx_stamp(start + timedelta(milliseconds=n)),
+                "ordinal": n,
+                "type": kind,
+                "payload": payload,
+            }
+        )
+        + "\n"
+        for n, (kind, payload) in enumerate(lines)
+    )
+    return Transcript(text, len(history))
+
+
+def _cx_stamp(at: datetime) -> str:
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _cx_items(m: Any, where: str) -> list[dict[str, Any]]:
+    """The Responses input items of one history message, in the order Codex records them."""
+    if not isinstance(m, dict):
+        raise Untellable(f"{where}: a message is a mapping, not {type(m).__name__}")
+    role = m.get("role")
+    if role not in _CX_KEYS:
+        raise Untellable(
+            f"{where}: role {role!r}: a Codex rollout holds user and assistant turns and tool "
+            "results only (its instructions are its own)"
+        )
+    for key in sorted(set(m) - _CX_KEYS[str(role)]):
+        why = _CX_FOREIGN.get(key, "no place for it in a Codex rollout")
+        raise Untellable(f"{where}: {key}: {why}")
+    if role == "user":
+        content = _cx_parts(m.get("content"), where, "input_text")
+        return [{"type": "message", "role": "user", "content": content}]
+    if role == "tool":
+        return [_cx_output(m, where)]
+    return _cx_assistant(m, where)
+
+
+def _cx_parts(content: Any, where: str, text_type: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": text_type, "text": content}]
+    if not isinstance(content, list):
+        raise Untellable(f"{where}.content: text or a list of parts, not {content!r}")
+    return [_cx_part(p, f"{where}.content[{j}]", text_type) for j, p in enumerate(content)]
+
+
+def _cx_part(part: Any, where: str, text_type: str) -> dict[str, Any]:
+    kind = part.get("type") if isinstance(part, dict) else None
+    if kind == "text" and set(part) <= {"type", "text"}:
+        return {"type": text_type, "text": str(part.get("text") or "")}
+    if kind == "image_url" and text_type == "input_text" and set(part) <= {"type", "image_url"}:
+        img = part.get("image_url")
+        if isinstance(img, dict) and img.get("url") and set(img) <= {"url", "detail"}:
+            out = {"type": "input_image", "image_url": str(img["url"])}
+            if img.get("detail") is not None:
+                out["detail"] = str(img["detail"])
+            return out
+    raise Untellable(f"{where}: a part of type {kind!r} as given has no Codex counterpart")
+
+
+def _cx_assistant(m: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    reasoning = m.get("reasoning_content")
+    encrypted = m.get("encrypted_content")
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise Untellable(f"{where}.reasoning_content: text, not {reasoning!r}")
+    if encrypted is not None and not isinstance(encrypted, str):
+        raise Untellable(f"{where}.encrypted_content: one reasoning item's, not {encrypted!r}")
+    if reasoning or encrypted:
+        summary = [{"type": "summary_text", "text": reasoning}] if reasoning else []
+        item: dict[str, Any] = {"type": "reasoning", "summary": summary}
+        if encrypted:
+            item["encrypted_content"] = encrypted
+        items.append(item)
+    calls = m.get("tool_calls") or []
+    content = m.get("content")
+    parts = [] if content is None else _cx_parts(content, where, "output_text")
+    # Text beside reasoning or calls is a message item of its own; an empty turn stays one (a
+    # message of no part for null, of one empty text for ''), as it was given.
+    if content or not (items or calls):
+        items.append({"type": "message", "role": "assistant", "content": parts})
+    if not isinstance(calls, list):
+        raise Untellable(f"{where}.tool_calls: a list of tool calls, not {calls!r}")
+    items += [_cx_call(c, f"{where}.tool_calls[{k}]") for k, c in enumerate(calls)]
+    return items
+
+
+def _cx_call(call: Any, where: str) -> dict[str, Any]:
+    if not isinstance(call, dict):
+        raise Untellable(f"{where}: a tool call is a mapping")
+    extra = sorted(set(call) - _CALL_KEYS)
+    if extra:
+        # extra_content carries Gemini's thought signature of a call: a function_call item
+        # has no field for one.
+        raise Untellable(f"{where}: {', '.join(extra)}: a function_call item has no place for it")
+    if call.get("type", "function") != "function":
+        raise Untellable(f"{where}.type: {call['type']!r}: a function_call item is a function call")
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        raise Untellable(f"{where}.id: {call_id!r}: a function_call item needs a call id")
+    fn = call.get("function")
+    if not isinstance(fn, dict) or set(fn) - {"name", "arguments"} or not fn.get("name"):
+        raise Untellable(f"{where}.function: a name and arguments, not {fn!r}")
+    args = fn.get("arguments")
+    if isinstance(args, dict):
+        args = json.dumps(args)
+    elif args is None:
+        args = ""
+    elif not isinstance(args, str):
+        raise Untellable(f"{where}.function.arguments: text or a JSON object, not {args!r}")
+    # Named as the history names it, outside any namespace (Codex records a call of an MCP tool
+    # in its server's namespace, mcp__<server>): the conversation as it was told.
+    return {"type": "function_call", "name": str(fn["name"]), "arguments": args, "call_id": call_id}
+
+
+def _cx_output(m: dict[str, Any], where: str) -> dict[str, Any]:
+    call_id = m.get("tool_call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise Untellable(f"{where}.tool_call_id: {call_id!r}: a function_call_output needs one")
+    if m.get("is_error"):
+        raise Untellable(
+            f"{where}.is_error: a function_call_output has no error flag (its text says so)"
+        )
+    content = m.get("content")
+    output: str | list[dict[str, Any]]
+    output = content if isinstance(content, str) else _cx_parts(content, where, "input_text")
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
 # Format name (a profile's ``history.format``) -> (its writer, the working directory's key).
 FORMATS: dict[str, tuple[Writer, Callable[[str], str]]] = {
     "claude-code-jsonl": (claude_code_jsonl, claude_code_project_key),
+    "codex-rollout-jsonl": (codex_rollout_jsonl, no_workdir_key),
 }

@@ -67,9 +67,13 @@ PLACEHOLDERS = (
     # The session's MCP tool host (`mcp` below): where the agent takes the hosted tools from.
     "mcp_endpoint",
     # A history resumed (`history` below): the saved conversation's id, and the working
-    # directory as the history's format names it (Claude Code: a project folder's name).
+    # directory as the history's format names it (Claude Code: a project folder's name); when
+    # it was saved (UTC), as date folders YYYY/MM/DD and as YYYY-MM-DDThh-mm-ss (Codex names
+    # its sessions so).
     "session_id",
     "workdir_key",
+    "session_date",
+    "session_time",
 )
 _PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
 _ANY_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

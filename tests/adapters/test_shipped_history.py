@@ -218,7 +218,6 @@ def test_both_claude_code_profiles_take_history_by_resume():
         assert ad.traits.takes_history
         assert ad.profile.history["format"] == "claude-code-jsonl"
         assert "media" in ad.capabilities()
-    assert not ShippedAdapter("codex").traits.takes_history
 
 
 @pytest.mark.parametrize(
