@@ -27,6 +27,7 @@ __all__ = ["PASSING", "UNSTABLE", "combine", "rate_of"]
 
 UNSTABLE: Final = "UNSTABLE"
 PASSING = frozenset({"PASS", "INFORMATIONAL", "UNSUPPORTED"})  # a run that did not fail
+_NO_VERDICT = "this run gave no verdict for it"
 
 
 def rate_of(verdict: Mapping[str, Any]) -> float | None:
@@ -55,9 +56,14 @@ def combine(runs: list[Run]) -> Run:
         passed = [i for i, v in enumerate(said) if v == "PASS"]
         failed = [i for i, v in enumerate(said) if v not in PASSING]
         worst = aggregate(said)
-        shown = next(v for v in seen if v and v["verdict"] == worst)
+        # The worst run's verdict; a run that gave none for the criterion is an ERROR of it.
+        shown = next(
+            (v for v in seen if v and v["verdict"] == worst),
+            {**first, "verdict": worst, "observed": _NO_VERDICT},
+        )
         observed = "; ".join(
-            f"run {i + 1}: {v}" + (f" ({s.get('observed')})" if s and v not in PASSING else "")
+            f"run {i + 1}: {v}"
+            + ("" if v in PASSING else f" ({s.get('observed') if s else _NO_VERDICT})")
             for i, (v, s) in enumerate(zip(said, seen, strict=True))
         )
         if not (passed and failed):
@@ -73,8 +79,8 @@ def combine(runs: list[Run]) -> Run:
                 "runs": len(runs),
                 "passed": len(passed),
                 "verdicts": said,
-                "passing_run": passed[0] if passed else None,
-                "failing_run": failed[0] if failed else None,
+                "passing_run": passed[0],
+                "failing_run": failed[0],
                 "worst": worst,
             },
         }

@@ -86,6 +86,18 @@ def test_a_run_that_found_nothing_to_judge_is_not_counted_as_passed():
     assert (a["repeat"]["passing_run"], a["repeat"]["failing_run"]) == (0, 2)
 
 
+def test_a_run_without_a_verdict_for_a_criterion_is_its_error_not_a_crash():
+    runs = [
+        ({"id": "s"}, {"A": _v("PASS"), "B": _v("PASS")}),
+        ({"id": "s"}, {"A": _v("PASS")}),  # B: no verdict in this run
+    ]
+    b = combine(runs)[1]["B"]
+    assert b["verdict"] == "UNSTABLE" and b["repeat"]["verdicts"] == ["PASS", "ERROR"]
+    assert "run 2: ERROR (this run gave no verdict for it)" in b["observed"]
+    (_, only) = combine([({"id": "s"}, {"B": _v("FAIL", "x")}), ({"id": "s"}, {})])
+    assert only["B"]["verdict"] == "FAIL" and "run 2: ERROR" in only["B"]["observed"]
+
+
 @pytest.fixture(scope="module")
 def gateway():
     with Gateway.running() as gw:
