@@ -126,6 +126,13 @@ def test_the_profile_earns_credential_refresh_by_a_provider_auth_command():
     assert prov["auth"] == {"command": "{python}", "args": ["{home}/.codex/api_key.py"]}
     (script,) = [f for f in drive["files"] if f["path"] == ".codex/api_key.py"]
     assert script["text"].strip() == 'print("{api_key}")'
+    # A catalog of its own keeps it from listing the gateway's models before its first
+    # request; Codex takes a model's metadata from the entry whose slug prefixes the model's
+    # name, so none may: the run's model keeps the fallback metadata it has with env_key.
+    assert overrides["model_catalog_json"] == "{home}/.codex/models.json"
+    (catalog,) = [f["json"] for f in drive["files"] if f["path"] == ".codex/models.json"]
+    assert catalog["models"]
+    assert not [m for m in catalog["models"] if "conformance-model".startswith(m["slug"])]
 
 
 # -- the tool time limit: config.tool_timeout_s as -c mcp_servers.conformance.tool_timeout_sec --
