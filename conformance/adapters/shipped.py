@@ -284,6 +284,8 @@ class ShippedAdapter(AdapterBase):
             "context_window": str(config.get("context_window") or ""),
             # The tool time limit in milliseconds (nominal: on a fast clock the agent's own).
             "tool_timeout_ms": _ms(config.get("tool_timeout_s")),
+            # The same in seconds, as a TOML/JSON float (Codex's MCP tool_timeout_sec).
+            "tool_timeout_s": _seconds(config.get("tool_timeout_s")),
             "max_output_tokens": str(config.get("max_output_tokens") or ""),
             "tool_endpoint": str(req.start.get("tool_endpoint") or ""),
             "credential_url": str(req.start.get("credential_url") or ""),
@@ -649,6 +651,13 @@ def _ms(seconds: object) -> str:
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
         return ""
     return str(round(seconds * 1000))
+
+
+def _seconds(seconds: object) -> str:
+    """Seconds as a float literal, "10.0" ("" for none)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        return ""
+    return repr(float(seconds))
 
 
 def _applies(when: str | dict[str, Any] | None, config: dict[str, Any]) -> bool:

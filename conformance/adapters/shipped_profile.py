@@ -59,6 +59,7 @@ PLACEHOLDERS = (
     "fallback_model",
     "context_window",
     "tool_timeout_ms",
+    "tool_timeout_s",
     "max_output_tokens",
     "tool_endpoint",
     "python",

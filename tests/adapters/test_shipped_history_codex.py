@@ -351,7 +351,8 @@ def test_a_codex_resuming_the_history_is_judged_on_it(tmp_path, gateway):
     # The prompt and the MCP overrides before the subcommand, as `exec` parses them.
     (argv,) = [json.loads(ln) for ln in entry["agent_log"].splitlines() if ln.startswith('["')]
     assert argv[argv.index("--json") + 1] == "What did the files say?"
-    assert argv[-2:] == ["resume", sid] and argv.index("-c") < argv.index("resume")
+    # The subcommand and its id; the drives' flags may follow it (measured: they apply).
+    assert argv[argv.index("resume") + 1] == sid and argv.index("-c") < argv.index("resume")
     sent = _first_messages(entry)
     assert sent[0] == {"role": "user", "content": "Read a.txt and b.txt."}
     assert [c["id"] for c in sent[1]["tool_calls"]] == ["call_a", "call_b"]
