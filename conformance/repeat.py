@@ -57,10 +57,14 @@ def combine(runs: list[Run]) -> Run:
         failed = [i for i, v in enumerate(said) if v not in PASSING]
         worst = aggregate(said)
         # The worst run's verdict; a run that gave none for the criterion is an ERROR of it.
-        shown = next(
-            (v for v in seen if v and v["verdict"] == worst),
-            {**first, "verdict": worst, "observed": _NO_VERDICT},
-        )
+        shown = next((v for v in seen if v and v["verdict"] == worst), None)
+        if shown is None:
+            shown = {
+                "id": first["id"],
+                "verdict": worst,
+                "expected": first.get("expected"),
+                "observed": _NO_VERDICT,
+            }
         observed = "; ".join(
             f"run {i + 1}: {v}"
             + ("" if v in PASSING else f" ({s.get('observed') if s else _NO_VERDICT})")

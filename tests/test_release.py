@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PINNED = {
     "1.0.0": "439710d391d9f2f626649d807405fd4493330d4b9cf184157c4398d8dec9adec",
     "1.1.0": "90a61e9de721c2c7acfe21d9ba8b2ca41bc781df5df4f495d889e8dcd18eb33a",
-    "1.2.0": "4f8b5fa84eaf4a499b45228133ee1c3d7ae54f691b7d25cf24e4445b91ce1540",
+    "1.2.0": "bcac101b04cc85a3db1a7356d2a8ab0311e659ddfb5cdc41c35fb61d018d63cb",
 }
 
 
