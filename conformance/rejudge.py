@@ -237,7 +237,14 @@ def rejudge(doc: dict[str, Any]) -> Rejudged:
             **run,
             "catalogue_version": CATALOGUE_VERSION,
             "catalogue_sha256": rules_sha256(),
-            "rejudged": {"from_catalogue_version": judged_by, "moved": len(out.moved)},
+            "rejudged": {
+                "from_catalogue_version": judged_by,
+                "moved": len(out.moved),
+                # The release the agent ran under, kept through a re-judging of re-judged results.
+                "ran_with_catalogue_version": (run.get("rejudged") or {}).get(
+                    "ran_with_catalogue_version", judged_by
+                ),
+            },
         },
         "agents": agents,
     }

@@ -159,7 +159,19 @@ def test_rejudge_writes_the_rejudged_results_with_the_installed_release(small, t
     assert rj.main([str(src), "--out", str(out)]) == 0
     again = json.loads(out.read_text())
     assert again["run"]["catalogue_sha256"] == rules_sha256()
-    assert again["run"]["rejudged"] == {"from_catalogue_version": CATALOGUE_VERSION, "moved": 0}
+    assert again["run"]["rejudged"] == {
+        "from_catalogue_version": CATALOGUE_VERSION,
+        "moved": 0,
+        "ran_with_catalogue_version": CATALOGUE_VERSION,
+    }
+    # Re-judged again: the release it ran under is kept, the one it was last judged by said.
+    again["run"]["catalogue_version"] = "0.9.0"
+    again["run"]["rejudged"]["ran_with_catalogue_version"] = "0.8.0"
+    src.write_text(json.dumps(again))
+    assert rj.main([str(src), "--out", str(out)]) in (0, 1)
+    third = json.loads(out.read_text())["run"]["rejudged"]
+    assert third["from_catalogue_version"] == "0.9.0"
+    assert third["ran_with_catalogue_version"] == "0.8.0"
 
 
 def test_a_release_that_is_not_a_version_is_no_crash(small, monkeypatch):
