@@ -20,6 +20,8 @@ import pytest
 from conformance.adapters.shipped import ShippedAdapter, load_profile
 from conformance.runner import run_scenario
 from fakes import Scenario
+from tests.adapters.driven_scenarios import EXPIRED
+from tests.adapters.driven_scenarios import TOOL_TIMEOUT as TIMEOUT_SCENARIO
 
 # Like Codex: config.toml, then the -c overrides (dotted keys, TOML values, else a string);
 # the chosen provider's key from its auth command (which it will not combine with env_key) or
@@ -139,19 +141,7 @@ def test_the_profile_earns_credential_refresh_by_a_provider_auth_command():
 
 # -- the tool time limit: config.tool_timeout_s as -c mcp_servers.conformance.tool_timeout_sec --
 
-TOOL_TIMEOUT = {
-    "id": "codex-tool-timeout",
-    "criteria": ["TOL-04"],
-    "capabilities": ["tools", "mcp_tools"],
-    "deadline": 20,
-    "config": {"tool_timeout_s": 1},
-    "tools": [{"name": "run_tests", "parameters": {"type": "object"}}],
-    "tool_host": {"run_tests": [{"hang": 3}]},
-    "script": [
-        {"reply": {"tool_calls": [{"id": "call_1", "name": "run_tests", "arguments": "{}"}]}},
-        {"reply": {"text": "Done.", "finish_reason": "stop"}},
-    ],
-}
+TOOL_TIMEOUT = {"id": "codex-tool-timeout", **TIMEOUT_SCENARIO}
 
 # A model request, then the tool call over the session's MCP server (its own limit from
 # mcp_servers.conformance.tool_timeout_sec when HONOURS), then the result sent back.
@@ -229,20 +219,6 @@ def test_tool_timeout_is_carried_only_when_the_scenario_sets_it(tmp_path, gatewa
 
 # -- credential refresh: the key from the provider's auth command, run again after a 401 -------
 
-EXPIRED = {
-    "fault": {
-        "http_error": {
-            "status": 401,
-            "body": {
-                "error": {
-                    "message": "The access token has expired.",
-                    "type": "authentication_error",
-                    "code": "token_expired",
-                }
-            },
-        }
-    }
-}
 REFRESHED = {
     "id": "codex-credential-refresh",
     "criteria": ["RTY-10", "DBG-02"],

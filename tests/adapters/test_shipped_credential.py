@@ -17,6 +17,7 @@ import pytest
 from conformance.adapters.shipped import ShippedAdapter
 from conformance.runner import run_scenario
 from fakes import Scenario
+from tests.adapters.driven_scenarios import EXPIRED
 
 PROFILES = ("claude-code-2-1-332", "claude-code-2-1-197")
 
@@ -65,20 +66,6 @@ text = json.load(r)["content"][0]["text"]
 print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": text}))
 """
 
-EXPIRED = {
-    "fault": {
-        "http_error": {
-            "status": 401,
-            "body": {
-                "error": {
-                    "message": "The access token has expired.",
-                    "type": "authentication_error",
-                    "code": "token_expired",
-                }
-            },
-        }
-    }
-}
 REFRESHED = {
     "id": "drive-credential-refresh",
     "criteria": ["RTY-10", "DBG-02"],

@@ -16,6 +16,7 @@ import pytest
 from conformance.adapters.shipped import ProfileError, ShippedAdapter, load_profile
 from conformance.runner import run_scenario
 from fakes import Scenario
+from tests.adapters.driven_scenarios import TOOL_TIMEOUT as TIMEOUT_SCENARIO
 from tests.adapters.fake_qwen import QWEN_ASK
 
 PROFILE = "claude-code-2-1-332"
@@ -377,19 +378,7 @@ def test_codex_stop_hook(tmp_path, gateway, honours):
 
 # -- a config key carried: config.tool_timeout_s as MCP_TOOL_TIMEOUT (milliseconds) ------------
 
-TOOL_TIMEOUT = {
-    "id": "carried-tool-timeout",
-    "criteria": ["TOL-04"],
-    "capabilities": ["tools", "mcp_tools"],
-    "deadline": 20,
-    "config": {"tool_timeout_s": 1},
-    "tools": [{"name": "run_tests", "parameters": {"type": "object"}}],
-    "tool_host": {"run_tests": [{"hang": 3}]},
-    "script": [
-        {"reply": {"tool_calls": [{"id": "call_1", "name": "run_tests", "arguments": "{}"}]}},
-        {"reply": {"text": "Done.", "finish_reason": "stop"}},
-    ],
-}
+TOOL_TIMEOUT = {"id": "carried-tool-timeout", **TIMEOUT_SCENARIO}
 
 # A model request, then the tool call over the session's MCP server (its own limit from
 # MCP_TOOL_TIMEOUT when HONOURS), then the result sent back.
