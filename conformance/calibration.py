@@ -4,19 +4,21 @@ Theory of operation: libfaketime speeds up an agent's clocks and sleeps, not its
 wait on the wire is then the agent's wait at the fast clock plus the real time the agent spent
 between the failure and the next request; at speed N that time weighs N times as much in the
 agent's seconds. Before its first scenario, once per run (``conformance.share``: the run's other
-processes adopt the choice), an agent whose profile asks for a warp runs :data:`SCENARIO`: a first 429 asking ``Retry-After: 1``, then four asking waits of 1, 4, 1
-and 4 seconds (every agent certified so far honours a whole-second ``Retry-After``), then a
-reply. From the five waits measured:
+processes adopt the choice), an agent whose profile asks for a warp runs :data:`SCENARIO`: a first
+429 asking ``Retry-After: 1``, then four asking waits of 1, 4, 1 and 4 seconds (every agent
+certified so far honours a whole-second ``Retry-After``), then a reply. From the five waits
+measured:
 
 - the effective speed, from the difference of the four last waits' 4 s and 1 s ones (the
   agent's own time cancels out): a warp whose effective speed is off by more than
   :data:`SPEED_BOUND` is refused. The first wait is left out of it: an agent's first retry may
   carry work done once (opencode's took 0.2-2.2 s real more than its later ones with four
   processes calibrating at once), which would read as a clock off its speed;
-- the overhead of each wait (the first included) (measured less asked/N, where "asked" is the delay the agent
-  announced it would wait if it prints one, e.g. Claude Code's ``api_retry.retry_delay_ms``:
-  an agent that adds its own backoff to ``Retry-After`` does so on its fast clock): its mean is taken off every wait the checks
-  judge, and its spread (largest less smallest) widens their slack. A speed whose spread, in the
+- the overhead of each wait, the first included (measured less asked/N, where "asked" is the
+  delay the agent announced it would wait if it prints one, e.g. Claude Code's
+  ``api_retry.retry_delay_ms``: an agent that adds its own backoff to ``Retry-After`` does so on
+  its fast clock): its mean is taken off every wait the checks judge, and its spread (largest
+  less smallest) widens their slack. A speed whose spread, in the
   agent's seconds (spread x N), exceeds :data:`SPREAD_LIMIT_S` would judge waits too loosely:
   the scenarios whose criteria rest on timing (``timing: true`` in the catalogue) do not run at
   it.

@@ -78,11 +78,11 @@ class _State:
         self.run = session
         self.handoff = handoff
         self.labels = [a.label for a in session.agents]
-        self.is_worker = hasattr(config, "workerinput")
+        self.is_worker = bool(_workerinput(config))
         if (
             self.is_worker
         ):  # its timing measurement is labelled with it (conformance.judging.timing)
-            session.process = str(getattr(config, "workerinput", {}).get("workerid", "worker"))
+            session.process = str(_workerinput(config).get("workerid", "worker"))
         self.test_session: pytest.Session | None = None
 
     # Hooks of this run (registered as a plugin by pytest_configure).
@@ -345,8 +345,15 @@ def pytest_collection_modifyitems(
 
     items.sort(key=expected_s, reverse=True)
     # A worker of -n N is told N by pytest-xdist (its settings are the controller's, less -n).
-    processes = getattr(config, "workerinput", {}).get("workercount", 1)
+    processes = _workerinput(config).get("workercount", 1)
     items[:] = dealt(items, max(1, int(processes)))
+
+
+def _workerinput(config: pytest.Config) -> dict[str, Any]:
+    """What pytest-xdist tells one of its worker processes (workerid, workercount, ...); empty
+    in the controller or a run without xdist. xdist sets it as an attribute of the config."""
+    found: dict[str, Any] = getattr(config, "workerinput", None) or {}
+    return found
 
 
 def dealt(ordered: list[T], n: int) -> list[T]:
