@@ -201,10 +201,13 @@ def run_in_pytest(session: RunSession, scenarios: list[Scenario]) -> bool:
             words += ["-k", settings.keyword]
         if settings.processes > 1:
             words += ["-p", "xdist.plugin", "-n", str(settings.processes), "--dist", "worksteal"]
-        share = Path(tmp) / "share"
-        share.mkdir()
-        # Inherited by the xdist workers: no plugin autoloading; one calibration per run.
-        inherited = {_NO_AUTOLOAD: "1", SHARE_ENV: str(share)}
+        # Inherited by the xdist workers: no plugin autoloading; one calibration per run, and
+        # the machine held alone for a confirming run (conformance.share), when there are several.
+        inherited = {_NO_AUTOLOAD: "1"}
+        if settings.processes > 1:
+            share = Path(tmp) / "share"
+            share.mkdir()
+            inherited[SHARE_ENV] = str(share)
         saved = {k: os.environ.get(k) for k in inherited}
         os.environ.update(inherited)
         try:

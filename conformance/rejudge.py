@@ -168,7 +168,9 @@ def _settled_run(
     current: Run = (entry, _verdicts_of(entry, agent, run))
     first = entry.get("first_run") or entry.get("fast_clock_run")
     if first is not None:
-        current = confirmed((first, _verdicts_of(first, agent, run)), current)
+        tried = entry.get("alone_run")
+        alone = None if tried is None else (tried, _verdicts_of(tried, agent, run))
+        current = confirmed((first, _verdicts_of(first, agent, run)), current, alone)
     reruns = list(entry.get("reruns") or [])
     if not reruns:
         return current[1]
@@ -184,6 +186,7 @@ def _check(entry: Mapping[str, Any]) -> str | None:
     inner = [
         entry.get("first_run"),
         entry.get("fast_clock_run"),
+        entry.get("alone_run"),
         *(entry.get("reruns") or []),
         *(entry.get("repeats") or []),
     ]

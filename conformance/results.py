@@ -72,6 +72,8 @@ class ScenarioEntry(TypedDict):
     alone: NotRequired[bool]
     first_run: NotRequired[ScenarioEntry]
     fast_clock_run: NotRequired[ScenarioEntry]
+    # A run alone on the first run's clock that failed too, before the slower clock confirmed.
+    alone_run: NotRequired[ScenarioEntry]
     reruns: NotRequired[list[ScenarioEntry]]
     repeats: NotRequired[list[ScenarioEntry]]
 

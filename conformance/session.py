@@ -370,6 +370,7 @@ class RunSession:
             verify=self.verify,
             repeat=self.repeat,
             hold=self._share.hold,
+            shared=self._share.folder is not None,
         )
 
     def run_scenario(

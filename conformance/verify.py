@@ -25,22 +25,39 @@ it is the slowest clock the calibration accepted, or the same clock again when t
 already on it (``Clock.confirm_scale``); the verdicts also say what the fast clock gave
 (``fast_clock``), and the fast-clock run is kept in ``fast_clock_run``. Reruns of ``--verify``
 run on the confirming clock too.
+
+A confirming run has the machine to itself (``conformance.share``). When the run has other
+processes and every failure was a wait late by no more than the run's own load makes one
+(:data:`LOAD_LATE_S` real, read from the entry's ``waits``), the scenario is first run again
+alone on its own clock (``"alone"``): the clock the calibration accepted for timing with the
+agent alone. If every timing verdict passes there, that run settles them; otherwise the slower
+clock does, as above, and the alone run is kept in ``alone_run``. Either way a failure stands
+only when a run with the machine to itself gives it again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from conformance.checks import TIMING
 from conformance.results import Run, ScenarioEntry, ScenarioVerdict
 from conformance.verdicts import SEVERITY
 
-__all__ = ["FAILING", "confirmed", "judged", "settle", "verified"]
+__all__ = ["FAILING", "LOAD_LATE_S", "Attempt", "confirmed", "judged", "settle", "verified"]
 
 # Verdicts worse than PASS: each stands only when it reproduces.
 FAILING = frozenset({"FAIL", "NON-STRICT", "ERROR", "TIMEOUT"})
 _DOUBTFUL = frozenset({"FAIL", "NON-STRICT"})  # a first verdict that asks for a rerun
+
+# How a scenario is run: on the run's clock beside its other processes ("first"), on the same
+# clock with the machine to itself ("alone"), or on the slower confirming clock, alone ("slower").
+Attempt = Literal["first", "alone", "slower"]
+
+# The most a wait may be late, in real seconds, for the run's own load to be worth ruling out
+# first (alone on the same clock) before the slower clock: the run's own processes were measured
+# to make single waits 6-110 ms late (Claude Code 2.1.332, four processes on two cores).
+LOAD_LATE_S = 0.25
 
 
 def settle(seen: list[str]) -> str:
@@ -63,22 +80,53 @@ def _scale(entry: ScenarioEntry) -> float:
     return float((entry.get("journal") or {}).get("time_scale") or 1.0)
 
 
-def judged(once: Callable[[bool], Run], verify: int) -> Run:
-    """The outcome of a scenario run by ``once(confirm)``: a failed timing verdict is confirmed
-    by a run on a slower clock (``confirm=True``: the slowest clock calibrated for an agent on a
-    fast one, else a time scale ``CONFIRM_SLOWER`` times slower, or the same clock again in real
-    time), whose verdicts stand; then ``--verify`` settles as usual (module docstring)."""
-    first = once(False)
-    if not _doubtful(first[1]):
-        return verified(first, lambda: once(False), verify)
-    return verified(confirmed(first, once(True)), lambda: once(True), verify)
+def judged(once: Callable[[Attempt], Run], verify: int, *, try_alone: bool = False) -> Run:
+    """The outcome of a scenario run by ``once(attempt)``: a failed timing verdict is confirmed
+    by a run with the machine to itself, whose verdicts stand: first on the same clock when
+    ``try_alone`` (the run has other processes, and a slower clock to confirm on) and every
+    failure was a wait a loaded machine could have made late; else, or when that run fails too,
+    on the slower clock (the slowest calibrated for an agent on a fast one, else a time scale
+    ``CONFIRM_SLOWER`` times slower, or the same clock again in real time); then ``--verify``
+    settles as usual (module docstring)."""
+    first = once("first")
+    doubtful = _doubtful(first[1])
+    if not doubtful:
+        return verified(first, lambda: once("first"), verify)
+    tried: Run | None = None
+    if try_alone and _late_by_load(first[0], doubtful):
+        tried = once("alone")
+        if not _doubtful(tried[1]):
+            return verified(confirmed(first, tried), lambda: once("alone"), verify)
+    return verified(confirmed(first, once("slower"), tried), lambda: once("slower"), verify)
 
 
-def confirmed(first: Run, again: Run) -> Run:
-    """The outcome of a run whose timing verdicts failed (``first``) and of the run on a slower
-    clock that confirms them (``again``): ``again``'s, each doubtful verdict saying what the
-    first run gave, the first run kept in the entry (module docstring). Pure: ``conformance
-    rejudge`` settles saved runs with it as the run did."""
+def _late_by_load(entry: ScenarioEntry, doubtful: list[str]) -> bool:
+    """Whether each doubtful criterion failed on waits that were late, none early, and by no
+    more than :data:`LOAD_LATE_S` real (the entry's ``waits``: each retry's wait and band)."""
+    scale = _scale(entry)
+    waits = entry.get("waits") or []
+    for cid in doubtful:
+        off = [
+            (w["wait_s"] - w["band_s"][0], w["wait_s"] - w["band_s"][1])
+            for w in waits
+            if w.get("rule") == cid
+            and w.get("band_s")
+            and not w["band_s"][0] <= w["wait_s"] <= w["band_s"][1]
+        ]
+        if not off or any(low < 0 for low, _ in off):
+            return False  # not a wait that failed, or one that came early: not the load
+        if max(late for _, late in off) * scale > LOAD_LATE_S:
+            return False
+    return True
+
+
+def confirmed(first: Run, again: Run, alone: Run | None = None) -> Run:
+    """The outcome of a run whose timing verdicts failed (``first``) and of the run with the
+    machine to itself that confirms them (``again``: on the same clock or on a slower one):
+    ``again``'s, each doubtful verdict saying what the first run gave, the first run kept in the
+    entry; ``alone``: a run alone on the first's clock that failed too before ``again`` ran on
+    the slower one, kept and named as well (module docstring). Pure: ``conformance rejudge``
+    settles saved runs with it as the run did."""
     entry, verdicts = first
     again_entry, again_verdicts = again
     doubtful = _doubtful(verdicts)
@@ -88,22 +136,31 @@ def confirmed(first: Run, again: Run) -> Run:
             f"the x{speed:g} fast clock",
             (f"the x{slower:g} clock" if slower else "the real clock"),
         )
+        same = slower == speed
     else:
         was, where = f"time scale {_scale(entry):g}", f"time scale {_scale(again_entry):g}"
+        same = _scale(again_entry) == _scale(entry)
     if again_entry.get("alone") is False:
-        where += ", beside the run's other processes (the machine was not free for it)"
+        where += (" again" if same else "") + (
+            ", beside the run's other processes (the machine was not free for it)"
+        )
+    elif same:
+        where += " again, with the machine to itself"
     settled = dict(again_verdicts)
     for cid in doubtful:
         fast = verdicts[cid]
         redo = again_verdicts.get(cid)
         if redo is None:
             continue
+        tried = "" if alone is None else _alone_said(alone, cid, was)
         settled[cid] = {
             **redo,
             "observed": f"{redo.get('observed') or ''} (on {where}; on {was}: "
-            f"{fast['verdict']}, {fast.get('observed') or ''})",
+            f"{fast['verdict']}, {fast.get('observed') or ''}{tried})",
             "confirmed": {"first": _run_of(fast), "on": where},
         }
+        if alone is not None:
+            settled[cid]["confirmed"]["alone"] = _run_of(alone[1].get(cid))
         if speed is not None:
             settled[cid]["fast_clock"] = {"speed": speed, **_run_of(fast)}
     out = again_entry.copy()
@@ -116,7 +173,15 @@ def confirmed(first: Run, again: Run) -> Run:
         out["fast_clock_run"] = entry
     else:
         out["first_run"] = entry
+    if alone is not None:
+        out["alone_run"] = alone[0]
     return out, settled
+
+
+def _alone_said(alone: Run, cid: str, was: str) -> str:
+    """What the run alone on the first run's clock gave ``cid``, for the observed text."""
+    v = _run_of(alone[1].get(cid))
+    return f"; on {was} again, with the machine to itself: {v['verdict']}, {v['observed'] or ''}"
 
 
 def verified(first: Run, again: Callable[[], Run], verify: int) -> Run:

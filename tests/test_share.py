@@ -235,3 +235,34 @@ def test_a_confirmation_run_beside_the_others_is_marked_and_says_so(tmp_path: Pa
     assert entry["alone"] is False and "alone" not in entry["first_run"]
     assert verdicts["RTY-03"]["verdict"] == "FAIL"
     assert "beside the run's other processes" in verdicts["RTY-03"]["confirmed"]["on"]
+
+
+def test_a_run_with_other_processes_confirms_an_early_wait_on_the_slower_clock_at_once() -> None:
+    # -n N: a wait that came early is no load's doing, so no run alone on the same clock first
+    # (conformance.verify); the one confirming run holds the machine alone.
+    import contextlib
+    from collections.abc import Iterator
+
+    from conformance.adapters.reference import ReferenceAdapter
+    from conformance.reference import Behaviours
+    from conformance.runner import RunConfig, run_checked
+    from fakes import Gateway, load_scenario
+
+    asked: list[bool] = []
+
+    @contextlib.contextmanager
+    def machine(alone: bool) -> Iterator[bool]:
+        asked.append(alone)
+        yield True
+
+    scenario = (
+        Path(__file__).resolve().parents[1] / "scenarios/criteria/rty/rty-03-backoff-429.yaml"
+    )
+    broken = ReferenceAdapter(Behaviours(backoff_base=False))  # waits half: early
+    with Gateway.running() as gateway:
+        entry, verdicts = run_checked(
+            gateway, broken, load_scenario(scenario), RunConfig(hold=machine, shared=True)
+        )
+    assert asked == [False, True]
+    assert entry["journal"]["time_scale"] == 0.1 and "alone_run" not in entry
+    assert verdicts["RTY-03"]["verdict"] == "FAIL"

@@ -98,14 +98,16 @@ def _warped(run: tuple[dict, dict[str, dict]], speed: float = 10) -> tuple[dict,
 
 
 class Clocked:
-    """``once(confirm)``: the fast-clock run first, then the given confirming runs."""
+    """``once(attempt)``: the fast-clock run first, then the given confirming runs; ``asked``
+    records True for each confirming attempt (alone or slower), False for a first run."""
 
     def __init__(self, fast, *real) -> None:
-        self.fast, self.real, self.asked = fast, list(real), []
+        self.fast, self.real, self.asked, self.attempts = fast, list(real), [], []
 
-    def __call__(self, confirm: bool):
-        self.asked.append(confirm)
-        return self.real.pop(0) if confirm else self.fast
+    def __call__(self, attempt: str):
+        self.attempts.append(attempt)
+        self.asked.append(attempt != "first")
+        return self.real.pop(0) if attempt != "first" else self.fast
 
 
 def test_a_failed_timing_verdict_on_a_fast_clock_is_judged_on_the_real_clock():
@@ -197,3 +199,89 @@ def test_a_confirmation_that_could_not_have_the_machine_alone_says_so():
         "the x5 clock, beside the run's other processes (the machine was not free for it)"
     )
     assert "beside the run's other processes" in entry["clock"]["note"]
+
+
+# -- alone on the same clock first, when the run's own load may explain a late wait -----------
+
+
+def _late(tag: str, late_real_s: float, speed: float = 20, **verdicts: str):
+    """A fast-clock run whose RTY-05 wait is ``late_real_s`` real beyond its band (or early,
+    when negative), as the entry's ``waits`` record it."""
+    entry, v = _warped(_run(tag, **verdicts), speed)
+    over = late_real_s * speed
+    wait = 1.0 + over if over > 0 else 0.5 + over
+    entry["journal"]["time_scale"] = 1 / speed
+    entry["waits"] = [{"rule": "RTY-05", "wait_s": wait, "band_s": [0.5, 1.0]}]
+    return entry, v
+
+
+def test_a_slightly_late_wait_is_first_confirmed_alone_on_its_own_clock():
+    first = _late("fast", 0.05, RTY_05="FAIL")
+    alone = _warped(_run("alone", RTY_05="PASS"), 20)
+    once = Clocked(first, alone)
+    entry, verdicts = judged(once, 0, try_alone=True)
+    assert once.attempts == ["first", "alone"]  # no slower run: the alone one settled it
+    assert verdicts["RTY-05"]["verdict"] == "PASS"
+    assert verdicts["RTY-05"]["confirmed"]["on"] == (
+        "the x20 clock again, with the machine to itself"
+    )
+    assert entry["journal"]["tag"] == "alone" and entry["fast_clock_run"] is first[0]
+    assert "alone_run" not in entry
+
+
+def test_a_failure_alone_on_its_own_clock_goes_on_to_the_slower_one_and_is_kept():
+    first = _late("fast", 0.05, RTY_05="FAIL")
+    alone = _late("alone", 0.04, RTY_05="FAIL")
+    slower = _warped(_run("slow", RTY_05="FAIL"), 5)
+    once = Clocked(first, alone, slower)
+    entry, verdicts = judged(once, 0, try_alone=True)
+    assert once.attempts == ["first", "alone", "slower"]
+    assert verdicts["RTY-05"]["verdict"] == "FAIL"
+    assert (
+        "on the x20 fast clock again, with the machine to itself: FAIL, alone:FAIL"
+        in (verdicts["RTY-05"]["observed"])
+    )
+    assert verdicts["RTY-05"]["confirmed"]["alone"]["verdict"] == "FAIL"
+    assert entry["journal"]["tag"] == "slow" and entry["alone_run"] is alone[0]
+    # A slower run that passes settles it: a failure stands only when every run alone gives it.
+    once = Clocked(first, alone, _warped(_run("slow", RTY_05="PASS"), 5))
+    assert judged(once, 0, try_alone=True)[1]["RTY-05"]["verdict"] == "PASS"
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        _late("fast", 0.5, RTY_05="FAIL"),  # later than the run's own load makes a wait
+        _late("fast", -0.01, RTY_05="FAIL"),  # early: load does not make a wait short
+        _warped(_run("fast", STR_10="NON-STRICT"), 20),  # not a wait of the entry's waits
+    ],
+    ids=["late-beyond-load", "early", "no-wait"],
+)
+def test_a_failure_the_run_s_load_cannot_explain_goes_straight_to_the_slower_clock(first):
+    verdicts = first[1]
+    slower = _warped(({**first[0], "journal": {"tag": "slow"}}, dict(verdicts)), 5)
+    once = Clocked(first, slower)
+    judged(once, 0, try_alone=True)
+    assert once.attempts == ["first", "slower"]
+
+
+def test_no_run_alone_on_the_same_clock_without_other_processes_or_a_slower_clock():
+    once = Clocked(_late("fast", 0.05, RTY_05="FAIL"), _warped(_run("slow", RTY_05="PASS"), 5))
+    judged(once, 0)  # try_alone False: one process, or no slower clock
+    assert once.attempts == ["first", "slower"]
+
+
+def test_a_scaled_agent_s_run_alone_on_its_scale_says_so():
+    first = _run("scaled", RTY_05="FAIL")
+    first[0]["journal"] = {"time_scale": 0.02}
+    first[0]["waits"] = [{"rule": "RTY-05", "wait_s": 1.5, "band_s": [0.5, 1.0]}]  # 10 ms real
+    alone = _run("alone", RTY_05="PASS")
+    alone[0]["journal"] = {"time_scale": 0.02}
+    once = Clocked(first, alone)
+    entry, verdicts = judged(once, 0, try_alone=True)
+    assert once.attempts == ["first", "alone"]
+    assert (
+        "(on time scale 0.02 again, with the machine to itself; on time scale 0.02: FAIL"
+        in (verdicts["RTY-05"]["observed"])
+    )
+    assert entry["first_run"] is first[0]
