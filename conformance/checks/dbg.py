@@ -43,6 +43,15 @@ def check_dbg_01(ev: Evidence) -> Finding:
     return failed(expected, "; ".join(seen))
 
 
+# What DBG-01 asks of a rejected request, as an observation names what is missing.
+_PART = {
+    "messages": "the request messages",
+    "model": "the model",
+    "config": "the model config (the request's parameters beside the model: max_tokens, ...)",
+    "error": "the error (the 400's status and body)",
+}
+
+
 def _dbg_01_read(ev: Evidence, fmt: str) -> Finding:
     """DBG-01 on the agent's own debug files, read through the reader of their format."""
     expected = (
@@ -56,12 +65,13 @@ def _dbg_01_read(ev: Evidence, fmt: str) -> Finding:
         return failed(expected, "; ".join(dump.notes))
     found = "; ".join(f"{part}: {where}" for part, where in dump.found().items())
     notes = f" (unreadable: {'; '.join(dump.notes)})" if dump.notes else ""
-    missing = dump.missing()
+    missing = [_PART[p] for p in dump.missing()]
     if missing:
         held = f"the files hold {found}; " if found else ""
         return failed(
             expected,
-            f"{held}missing: {listed(missing)}, nowhere in {listed(sorted(ev.debug_files))}{notes}",
+            f"{held}missing: {'; '.join(missing)}: nowhere in {listed(sorted(ev.debug_files))}"
+            f"{notes}",
         )
     return passed(expected, f"{found}{notes}")
 
