@@ -10,6 +10,7 @@ from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
 from conformance.judging.debug_formats import read_http_400, read_tool_calls, unprefixed
 from conformance.judging.evidence import Evidence, response_of
+from fakes.journal import ToolEntry
 
 __all__ = ["DUMP_KEYS", "leaks"]
 
@@ -205,7 +206,7 @@ def check_dbg_03(ev: Evidence) -> Finding:
     return passed(expected, f"{len(calls)} tool call(s), {len(records)} record(s) in {name}")
 
 
-def _dbg_03_read(ev: Evidence, fmt: str, calls: list[dict[str, Any]]) -> Finding:
+def _dbg_03_read(ev: Evidence, fmt: str, calls: list[ToolEntry]) -> Finding:
     """DBG-03 on the agent's own debug files, read through the reader of their format: a
     record per call with its id, its name (an MCP prefix ``mcp__<server>__`` taken off) and
     the status of its result."""
