@@ -166,6 +166,11 @@ def test_garbled_lines_are_noted():
     assert log.notes[-1] == f"{T}: 4 more line(s) not a JSON object"
 
 
+def test_a_line_nested_past_the_parsers_depth_is_noted():
+    log = read_tool_calls("claude-code", {T: "[" * 100_000 + "\n"})
+    assert log.records == [] and log.notes == [f"{T}:1: not a JSON object: {'[' * 60!r}"]
+
+
 def test_unprefixed():
     assert unprefixed("mcp__conformance__write_file") == "write_file"
     assert unprefixed("mcp__my_server__a__b") == "a__b"
@@ -173,12 +178,14 @@ def test_unprefixed():
     assert unprefixed("mcp__x") == "mcp__x"
 
 
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    )
+
+
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-    ),
-    max_leaves=12,
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8), _nested, max_leaves=12
 )
 _known = st.sampled_from(
     [

@@ -177,7 +177,7 @@ def _records(name: str, text: str, notes: list[str]) -> Iterator[tuple[int, dict
             continue
         try:
             rec = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             rec = None
         if isinstance(rec, dict):
             yield n, rec
