@@ -49,6 +49,7 @@ RULES = (
     "conformance/judging/canon.py",
     "conformance/judging/wire_reply.py",
     "conformance/judging/executions.py",
+    "conformance/judging/debug_formats.py",
     "conformance/verdicts.py",
     "conformance/judging/timing.py",
     "conformance/judging/reaction.py",

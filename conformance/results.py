@@ -62,6 +62,7 @@ class ScenarioEntry(TypedDict):
     events: list[dict[str, Any]]
     agent_log: str
     debug_files: dict[str, str]
+    debug_format: NotRequired[str]  # the agent's own files, read in this format (contracts §4)
     judged_with: dict[str, Any]
     evidence_sha256: str
     waits: NotRequired[list[dict[str, Any]]]

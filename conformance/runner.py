@@ -240,6 +240,8 @@ def _entry(
         "judged_with": kept["judged_with"],
         "evidence_sha256": kept["evidence_sha256"],
     }
+    if "debug_format" in kept:
+        entry["debug_format"] = kept["debug_format"]
     clock = adapter.fast_clock
     info = clock.clock_info(record.time_scale) if clock is not None else None
     if info:

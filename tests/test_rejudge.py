@@ -187,3 +187,16 @@ def test_a_release_that_is_not_a_version_is_no_crash(small, monkeypatch):
     doc["run"]["catalogue_version"] = "not-a-version"
     r = rj.rejudge(doc)
     assert r.moved and all(m.changes == () for m in r.moved)
+
+
+def test_a_debug_format_is_covered_by_the_digest_only_when_named(small):
+    from conformance.run.record import evidence_digest
+
+    doc = copy.deepcopy(small)
+    entry = doc["agents"][0]["scenarios"][0]
+    assert "debug_format" not in entry  # the reference agent writes the harness's format
+    assert evidence_digest({**entry, "debug_format": None}) == entry["evidence_sha256"]
+    # A format named after the run (its files then read otherwise) is changed evidence.
+    entry["debug_format"] = "claude-code"
+    r = rj.rejudge(doc)
+    assert [(sid, "does not match" in why) for _, sid, why in r.tampered] == [(entry["id"], True)]

@@ -77,6 +77,10 @@ class RunOutcome:
     crashed: bool = False
     # What the loopback guard saw the agent try to reach beyond loopback (None: not guarded).
     outside_attempts: list[dict[str, Any]] | None = None
+    # The format of the agent's own debug files in the run's debug directory, when they are not
+    # the harness's (contracts §5): named by the adapter, never by the agent (the judge reads
+    # them through that format's reader, conformance.judging.debug_formats).
+    debug_format: str | None = None
 
 
 @dataclass(frozen=True)

@@ -290,6 +290,7 @@ class ShippedAdapter(AdapterBase):
             "tool_endpoint": str(req.start.get("tool_endpoint") or ""),
             "credential_url": str(req.start.get("credential_url") or ""),
             "mcp_endpoint": mcp_endpoint(req.start),
+            "debug_dir": str(req.start.get("debug_dir") or ""),
             # The harness's own interpreter: a hook command the profile writes runs on it.
             "python": sys.executable,
             # A history resumed (_write_history): filled in for runs with one.
@@ -304,7 +305,13 @@ class ShippedAdapter(AdapterBase):
         names a config key the scenario leaves unset (null or false), or a value it does not
         have."""
         config = req.start.get("config") or {}
-        return {cap: m for cap, m in self.profile.drive.items() if _applies(m.get("when"), config)}
+        return {
+            cap: m
+            for cap, m in self.profile.drive.items()
+            if _applies(m.get("when"), config)
+            # Its files go to the run's debug directory: none given, no debug dump.
+            and (cap != "debug_dump" or req.start.get("debug_dir"))
+        }
 
     def _carried(self, req: RunRequest) -> dict[str, dict[str, Any]]:
         """The profile's ``config_carried`` mappings of the config keys this run sets."""
@@ -312,10 +319,15 @@ class ShippedAdapter(AdapterBase):
         return {k: m for k, m in self.profile.config_carried.items() if _applies(k, config)}
 
     def _write_files(
-        self, values: dict[str, str], roots: dict[str, Path], specs: list[dict[str, Any]]
+        self,
+        values: dict[str, str],
+        roots: dict[str, Path],
+        specs: list[dict[str, Any]],
+        written: set[Path],
     ) -> None:
         for spec in specs:
             target = self._target(spec, values, roots, "file")
+            written.add(target)
             if "json" in spec:
                 target.write_text(json.dumps(render(spec["json"], values), indent=2), "utf-8")
             elif "text" in spec:
@@ -336,7 +348,7 @@ class ShippedAdapter(AdapterBase):
         return target
 
     def _write_history(
-        self, req: RunRequest, values: dict[str, str], roots: dict[str, Path]
+        self, req: RunRequest, values: dict[str, str], roots: dict[str, Path], written: set[Path]
     ) -> dict[str, Any]:
         """Write the scenario's history where the profile's ``history`` says, in its format,
         under a new session id (``values`` gain ``session_id``, ``workdir_key``, and when it
@@ -359,12 +371,14 @@ class ShippedAdapter(AdapterBase):
             self.profile.version,
             now,
         )
-        self._target(spec, values, roots, "history path").write_text(transcript.text, "utf-8")
-        written = render(spec["path"], values)
+        target = self._target(spec, values, roots, "history path")
+        target.write_text(transcript.text, "utf-8")
+        written.add(target)
+        where = render(spec["path"], values)
         return {
             "format": spec["format"],
             "messages": transcript.messages,
-            "how": f"{_how(spec, values)}; the transcript written to {written} under {spec['root']}",
+            "how": f"{_how(spec, values)}; the transcript written to {where} under {spec['root']}",
         }
 
     def run(self, req: RunRequest) -> RunOutcome:
@@ -418,10 +432,11 @@ class ShippedAdapter(AdapterBase):
                 files.extend(m.get("files") or [])
             roots = {"home": home, "config_home": config_home, "workdir": req.workdir}
             history = self.profile.history if req.start.get("history") else {}
+            written: set[Path] = set()  # the harness's files: never collected as the agent's
             try:
                 if history:
-                    hello["history"] = self._write_history(req, values, roots)
-                self._write_files(values, roots, files)
+                    hello["history"] = self._write_history(req, values, roots, written)
+                self._write_files(values, roots, files, written)
             except Untellable as exc:
                 # Told in part, the history would be judged as if the agent had had all of it.
                 why = f"{self.name} cannot be given this history: {exc}"
@@ -446,7 +461,12 @@ class ShippedAdapter(AdapterBase):
                 hello["config_carried"] = {k: _how(m, values) for k, m in carried.items()}
             if mcp:
                 hello["mcp"] = {"endpoint": values["mcp_endpoint"], "how": _how(mcp, values)}
-            return self._run(req, argv, env, events, hello, warp)
+            outcome = self._run(req, argv, env, events, hello, warp)
+            dump = drives.get("debug_dump")
+            if dump is not None:
+                _collect(dump, roots, Path(values["debug_dir"]), written)
+                outcome.debug_format = dump.get("format")
+            return outcome
 
     def _run(
         self,
@@ -572,6 +592,25 @@ class ShippedAdapter(AdapterBase):
         else:
             events.append({"type": "turn_end", "reason": "completed", "t_ns": time.monotonic_ns()})
         return "ran", None
+
+
+def _collect(
+    dump: dict[str, Any], roots: dict[str, Path], debug_dir: Path, written: set[Path]
+) -> None:
+    """Copy, byte for byte, the files the agent wrote that the debug dump's ``collect`` globs
+    match into ``debug_dir`` (at their path under their root), before its HOME is deleted.
+    Never a file the harness wrote (``written``), a link, or a file outside its root."""
+    for spec in dump.get("collect") or []:
+        root = roots[spec["root"]].resolve()
+        for path in sorted(roots[spec["root"]].glob(spec["glob"])):
+            if path.is_symlink() or not path.is_file() or path.resolve() in written:
+                continue
+            if not path.resolve().is_relative_to(root):
+                continue
+            target = debug_dir / path.resolve().relative_to(root)
+            with contextlib.suppress(OSError):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(path.read_bytes())
 
 
 def _base_env(home: Path, tmp: Path, ca_file: str | None) -> dict[str, str]:

@@ -29,6 +29,7 @@ from fakes.dialects import NAMES
 from fakes.scenario import line_map
 
 __all__ = [
+    "DEBUG_FORMATS",
     "DIALECTS",
     "DRIVABLE",
     "SIGNALS",
@@ -67,6 +68,9 @@ PLACEHOLDERS = (
     "credential_url",
     # The session's MCP tool host (`mcp` below): where the agent takes the hosted tools from.
     "mcp_endpoint",
+    # The run's debug directory (start.debug_dir): what the agent writes there is collected as
+    # its debug files (`drive.debug_dump`).
+    "debug_dir",
     # A history resumed (`history` below): the saved conversation's id, and the working
     # directory as the history's format names it (Claude Code: a project folder's name); when
     # it was saved (UTC), as date folders YYYY/MM/DD and as YYYY-MM-DDThh-mm-ss (Codex names
@@ -93,6 +97,10 @@ DRIVABLE = (
     "stream_fallback_config",
     "credential_refresh",
 )
+# The formats of an agent's own debug files the judge has a reader for
+# (conformance.judging.debug_formats); a profile's `drive.debug_dump.format` names one. Absent:
+# the files are the harness's format (docs/contracts.md §5).
+DEBUG_FORMATS = ("claude-code",)
 _FILE: dict[str, Any] = {
     "type": "object",
     "required": ["path", "root"],
@@ -131,7 +139,35 @@ _SCHEMA: dict[str, Any] = {
                 "files": {"type": "array", "items": _FILE},
                 "note": {"type": "string"},
             },
-        }
+        },
+        # The debug dump: a mapping as above, with the format of the files the agent writes
+        # (DEBUG_FORMATS; absent: the harness's own, contracts §5) and the files it writes
+        # elsewhere that are copied, byte for byte, into the run's debug directory after it
+        # stops (`collect`: a glob under a root; never a file the harness wrote there).
+        "debug_mapping": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "when": {"$ref": "#/$defs/mapping/properties/when"},
+                "args": {"$ref": "#/$defs/mapping/properties/args"},
+                "env": {"$ref": "#/$defs/mapping/properties/env"},
+                "files": {"$ref": "#/$defs/mapping/properties/files"},
+                "note": {"type": "string"},
+                "format": {"type": "string", "minLength": 1},
+                "collect": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["root", "glob"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "root": {"enum": ["home", "config_home", "workdir"]},
+                            "glob": {"type": "string", "minLength": 1},
+                        },
+                    },
+                },
+            },
+        },
     },
     "type": "object",
     "required": ["name", "install", "command"],
@@ -175,7 +211,12 @@ _SCHEMA: dict[str, Any] = {
                         "note": {"type": "string"},
                     },
                 },
-                **{cap: {"$ref": "#/$defs/mapping"} for cap in DRIVABLE if cap != "abort"},
+                **{
+                    cap: {"$ref": "#/$defs/mapping"}
+                    for cap in DRIVABLE
+                    if cap not in ("abort", "debug_dump")
+                },
+                "debug_dump": {"$ref": "#/$defs/debug_mapping"},
             },
         },
         # How the agent takes the hosted tools from the session's MCP tool host: arguments,
@@ -411,6 +452,19 @@ def _check_fields(
             raise ProfileError(
                 f"{_where(src, lines, ('capabilities',))}: capabilities: {sorted(both)} are "
                 f"earned by `{by}`; do not declare them as well"
+            )
+    dump = (data.get("drive") or {}).get("debug_dump") or {}
+    if "format" in dump and dump["format"] not in DEBUG_FORMATS:
+        raise ProfileError(
+            f"{_where(src, lines, ('drive', 'debug_dump', 'format'))}: drive.debug_dump.format: "
+            f"unknown debug file format {dump['format']!r}; known: {', '.join(DEBUG_FORMATS)}"
+        )
+    for i, spec in enumerate(dump.get("collect") or []):
+        glob = str(spec["glob"])
+        if glob.startswith("/") or ".." in Path(glob).parts:
+            raise ProfileError(
+                f"{_where(src, lines, ('drive', 'debug_dump', 'collect', i))}: "
+                f"drive.debug_dump.collect[{i}].glob: {glob!r} must stay under its root"
             )
     if "time_scale" in declared:
         raise ProfileError(

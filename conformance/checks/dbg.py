@@ -8,7 +8,9 @@ from typing import Any
 
 from conformance.checks.declare import check
 from conformance.checks.finding import Finding, failed, listed, not_applicable, passed
+from conformance.judging.debug_formats import read_http_400, read_tool_calls, unprefixed
 from conformance.judging.evidence import Evidence, response_of
+from fakes.journal import ToolEntry
 
 __all__ = ["DUMP_KEYS", "leaks"]
 
@@ -21,6 +23,8 @@ def check_dbg_01(ev: Evidence) -> Finding:
     expected = f"after HTTP 400, a JSON file in debug_dir with keys {listed(DUMP_KEYS)}"
     if not any(response_of(e).get("status") == 400 for e in ev.chat()):
         return not_applicable(expected, "no HTTP 400 in this run")
+    if ev.debug_format:
+        return _dbg_01_read(ev, ev.debug_format)
     if not ev.debug_files:
         return failed(expected, "debug_dir is empty")
     seen = []
@@ -38,6 +42,39 @@ def check_dbg_01(ev: Evidence) -> Finding:
             return passed(expected, f"{name} holds {listed(DUMP_KEYS)}")
         seen.append(f"{name}: missing {listed(missing or ['non-empty messages'])}")
     return failed(expected, "; ".join(seen))
+
+
+# What DBG-01 asks of a rejected request, as an observation names what is missing.
+_PART = {
+    "messages": "the request messages",
+    "model": "the model",
+    "config": "the model config (the request's parameters beside the model: max_tokens, ...)",
+    "error": "the error (the 400's status and body)",
+}
+
+
+def _dbg_01_read(ev: Evidence, fmt: str) -> Finding:
+    """DBG-01 on the agent's own debug files, read through the reader of their format."""
+    expected = (
+        f"after HTTP 400, the request messages, model, config and error in the agent's own "
+        f"debug files (format {fmt})"
+    )
+    if not ev.debug_files:
+        return failed(expected, "debug_dir is empty")
+    dump = read_http_400(fmt, ev.debug_files)
+    if not dump.readable:
+        return failed(expected, "; ".join(dump.notes))
+    found = "; ".join(f"{part}: {where}" for part, where in dump.found().items())
+    notes = f" (unreadable: {'; '.join(dump.notes)})" if dump.notes else ""
+    missing = [_PART[p] for p in dump.missing()]
+    if missing:
+        held = f"the files hold {found}; " if found else ""
+        return failed(
+            expected,
+            f"{held}missing: {'; '.join(missing)}: nowhere in {listed(sorted(ev.debug_files))}"
+            f"{notes}",
+        )
+    return passed(expected, f"{found}{notes}")
 
 
 def _spans(text: str, secret: str) -> list[tuple[int, int]]:
@@ -137,6 +174,8 @@ def check_dbg_03(ev: Evidence) -> Finding:
     calls = [e for e in ev.tool_entries() if e.get("tool") != "stop_hook" and e.get("call_id")]
     if not calls:
         return not_applicable(expected, "no tool call reached the tool host")
+    if ev.debug_format:
+        return _dbg_03_read(ev, ev.debug_format, calls)
     name = next((k for k in ev.debug_files if k.rsplit("/", 1)[-1] == TOOL_LOG), None)
     if name is None:
         return failed(
@@ -165,3 +204,39 @@ def check_dbg_03(ev: Evidence) -> Finding:
         if "status" not in r:
             return failed(expected, f"record for {c.get('call_id')!r} has no status: {r}")
     return passed(expected, f"{len(calls)} tool call(s), {len(records)} record(s) in {name}")
+
+
+def _dbg_03_read(ev: Evidence, fmt: str, calls: list[ToolEntry]) -> Finding:
+    """DBG-03 on the agent's own debug files, read through the reader of their format: a
+    record per call with its id, its name (an MCP prefix ``mcp__<server>__`` taken off) and
+    the status of its result."""
+    expected = (
+        f"one structured record per tool call with its id, name and status in the agent's own "
+        f"debug files (format {fmt})"
+    )
+    log = read_tool_calls(fmt, ev.debug_files)
+    if not log.readable:
+        return failed(expected, "; ".join(log.notes))
+    notes = f" (unreadable: {'; '.join(log.notes)})" if log.notes else ""
+    if not log.records:
+        files = listed(sorted(ev.debug_files)) or "none"
+        return failed(expected, f"no tool call recorded in the debug files ({files}){notes}")
+    for c in calls:
+        cid, tool = c.get("call_id"), c.get("tool")
+        mine = [r for r in log.records if r.id == cid]
+        if not mine:
+            return failed(expected, f"no record for call {cid!r} ({tool}){notes}")
+        r = mine[0]
+        if tool not in (r.name, unprefixed(r.name)):
+            return failed(
+                expected, f"{r.where}: the record for {cid!r} names {r.name!r}, not {tool!r}"
+            )
+        if r.status is None:
+            return failed(expected, f"{r.where}: call {cid!r} ({r.name}) has no result recorded")
+    statuses = ", ".join(f"{r.id} {r.status}" for r in log.records)
+    return passed(
+        expected,
+        f"{len(calls)} tool call(s), {len(log.records)} record(s) in {listed(log.sources)}: "
+        f"id and name from each tool_use (MCP tools named mcp__<server>__<tool>, matched after "
+        f"that prefix), status from its tool_result's is_error ({statuses}){notes}",
+    )

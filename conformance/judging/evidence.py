@@ -166,6 +166,9 @@ class Evidence:
     time_scale: float = 1.0
     capabilities: set[str] = field(default_factory=set)
     debug_files: dict[str, str] = field(default_factory=dict)
+    # The format of the debug files when they are the agent's own files (its reader:
+    # conformance.judging.debug_formats); None: the harness's format (contracts §5).
+    debug_format: str | None = None
     # Secret values handed to the agent (API key); only used to prove they leaked nowhere.
     secrets: tuple[str, ...] = ()
     agent_log: str = ""

@@ -43,6 +43,8 @@ class Drive:
     time_scale: float
     api_key: str  # the run's secret (never written anywhere: the entry redacts it)
     debug_files: dict[str, str] = field(default_factory=dict)
+    # Their format when they are the agent's own (the adapter names it); None: contracts §5.
+    debug_format: str | None = None
     stopped_ns: int | None = None  # time.monotonic_ns() when the agent stopped
     duration_s: float = 0.0
     outside_attempts: list[dict[str, Any]] | None = None  # None: the agent was not guarded
@@ -101,7 +103,8 @@ def _watch_abort(
 def _read_debug_files(debug_dir: Path) -> dict[str, str]:
     files = {}
     if debug_dir.is_dir():
-        for path in sorted(p for p in debug_dir.rglob("*") if p.is_file()):
+        # Not a link: a file is read once, where the agent wrote it (Claude Code adds `latest`).
+        for path in sorted(p for p in debug_dir.rglob("*") if p.is_file() and not p.is_symlink()):
             files[str(path.relative_to(debug_dir))] = path.read_text("utf-8", errors="replace")
     return files
 
@@ -218,6 +221,7 @@ def drive(
         time_scale=time_scale,
         api_key=api_key,
         debug_files=debug_files,
+        debug_format=outcome.debug_format,
         stopped_ns=stopped_ns,
         duration_s=time.monotonic() - began,
         outside_attempts=outcome.outside_attempts,

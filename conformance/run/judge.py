@@ -222,6 +222,7 @@ def evidence_of(
         time_scale=drive.time_scale,
         capabilities=set(admission.capabilities),
         debug_files=drive.debug_files,
+        debug_format=drive.debug_format,
         secrets=secrets,
         agent_log=drive.agent_log,
         timing=allowances.timing,

@@ -72,6 +72,8 @@ def recorded(raw_scenario: dict[str, Any], drive: Drive, allowances: Allowances)
         "debug_files": redact_obj(drive.debug_files, key, mark),
         "judged_with": {**judged_with(drive, allowances), "key_marker": mark if key else None},
     }
+    if drive.debug_format:
+        fields["debug_format"] = drive.debug_format
     fields["evidence_sha256"] = evidence_digest(fields)
     return fields
 
@@ -79,6 +81,9 @@ def recorded(raw_scenario: dict[str, Any], drive: Drive, allowances: Allowances)
 def evidence_digest(entry: Mapping[str, Any]) -> str:
     """The sha256 of an entry's evidence fields, as canonical JSON (sorted keys, no spaces)."""
     evidence = {k: entry.get(k) for k in EVIDENCE_FIELDS}
+    if entry.get("debug_format"):
+        # Covered only when named: the digests of entries without one stay as they were.
+        evidence["debug_format"] = entry["debug_format"]
     text = json.dumps(evidence, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -99,6 +104,7 @@ def drive_of(entry: Mapping[str, Any]) -> tuple[Drive, Allowances]:
         time_scale=scale,
         api_key=str(used.get("key_marker") or ""),
         debug_files=dict(entry.get("debug_files") or {}),
+        debug_format=entry.get("debug_format") or None,
         stopped_ns=used.get("stopped_ns"),
         duration_s=float(entry.get("duration_s") or 0.0),
     )

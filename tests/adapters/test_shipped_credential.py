@@ -129,12 +129,12 @@ def test_both_profiles_earn_credential_refresh_by_the_helper(name):
 
 @pytest.mark.parametrize("name", PROFILES)
 def test_features_measured_not_to_match_stay_unsupported(name):
-    # docs/agents/claude-code.md: --max-turns counts requests, not tool calls; its debug log and
-    # transcripts are not the dumps of contracts §5; its only title request streams.
+    # docs/agents/claude-code.md: --max-turns counts requests, not tool calls; its only title
+    # request streams. (Its debug files are read in their own format: test_shipped_debug.py.)
     ad = ShippedAdapter(name)
     assert "max_tool_calls" in ad.traits.config_ignored
     assert "max_tool_calls" not in ad.profile.config_carried
-    assert not {"debug_dump", "background_requests"} & ad.capabilities()
+    assert "background_requests" not in ad.capabilities()
 
 
 def test_the_helper_gives_the_key_and_is_run_again_after_the_401(tmp_path, gateway):

@@ -65,9 +65,10 @@ def _hello(entry) -> dict:
 
 
 def _driven(entry) -> dict:
-    """The hello's ``driven`` but the key helper, which is in every run of the profile
-    (tests/adapters/test_shipped_credential.py)."""
-    return {k: v for k, v in _hello(entry)["driven"].items() if k != "credential_refresh"}
+    """The hello's ``driven`` but the key helper and the debug files, which are in every run of
+    the profile (tests/adapters/test_shipped_credential.py, test_shipped_debug.py)."""
+    every_run = ("credential_refresh", "debug_dump")
+    return {k: v for k, v in _hello(entry)["driven"].items() if k not in every_run}
 
 
 # -- the profile -----------------------------------------------------------------------------

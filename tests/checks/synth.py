@@ -113,6 +113,7 @@ def cut(ev: Evidence, at_ns: int, *, in_flight: str = "none") -> Evidence:
         time_scale=ev.time_scale,
         capabilities=ev.capabilities,
         debug_files=ev.debug_files,
+        debug_format=ev.debug_format,
         secrets=ev.secrets,
         agent_log=ev.agent_log,
     )

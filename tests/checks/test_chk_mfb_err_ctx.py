@@ -409,6 +409,52 @@ def test_dbg_03_fail_no_status() -> None:
     assert outcome("DBG-03", dbg_run(), debug_files=files) == "fail"
 
 
+def transcript(*records: dict) -> dict[str, str]:
+    """Claude Code's transcript, its debug log beside it (format claude-code)."""
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    return {"t/s.jsonl": text, "claude-debug.log": "2026-12-07T12:16:52Z [INFO] x\n"}
+
+
+def use(cid: str, name: str = "mcp__conformance__write_file") -> dict:
+    return {
+        "type": "assistant",
+        "message": {"content": [{"type": "tool_use", "id": cid, "name": name}]},
+    }
+
+
+def result(cid: str, error: bool = False) -> dict:
+    block = {"type": "tool_result", "tool_use_id": cid, "is_error": error}
+    return {"type": "user", "message": {"content": [block]}}
+
+
+def test_dbg_03_read_in_its_format() -> None:
+    files = transcript(use("c1"), use("c2"), result("c1"), result("c2", error=True))
+    f = run_check("DBG-03", dbg_run().evidence(debug_files=files, debug_format="claude-code"))
+    assert f.outcome == "pass", f.observed
+    assert "mcp__<server>__<tool>" in f.observed and "(c1 ok, c2 error)" in f.observed
+    # The same files as the harness's format: no tool-calls.jsonl.
+    assert outcome("DBG-03", dbg_run(), debug_files=files) == "fail"
+
+
+def test_dbg_03_read_in_its_format_fails() -> None:
+    def judged(*records: dict) -> str:
+        ev = dbg_run().evidence(debug_files=transcript(*records), debug_format="claude-code")
+        f = run_check("DBG-03", ev)
+        assert f.outcome == "fail"
+        return f.observed
+
+    assert "no record for call 'c2'" in judged(use("c1"), result("c1"))
+    assert "call 'c2' (mcp__conformance__write_file) has no result" in judged(
+        use("c1"), use("c2"), result("c1")
+    )
+    assert "names 'mcp__conformance__read_file', not 'write_file'" in judged(
+        use("c1"), use("c2", "mcp__conformance__read_file"), result("c1"), result("c2")
+    )
+    assert "no tool call recorded" in judged()
+    ev = dbg_run().evidence(debug_files=transcript(use("c1")), debug_format="other")
+    assert "no reader for debug file format 'other'" in run_check("DBG-03", ev).observed
+
+
 def test_dbg_03_not_applicable_without_tool_calls() -> None:
     j = Journal()
     chat(j)

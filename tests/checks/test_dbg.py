@@ -139,3 +139,35 @@ def test_dbg02_fails_on_a_run_cut_short() -> None:
     events = [{"type": "message", "id": "m", "role": "assistant", "text": ECHO}]
     f = run_check("DBG-02", j.evidence(events, secrets=(KEY,)))
     assert f.outcome == "fail" and "event 1 (type message), field text" in f.observed
+
+
+# --- an agent's own debug files, read through the reader of their format --------------------
+
+
+def test_dbg01_read_in_its_format_pass_and_what_is_missing() -> None:
+    from tests.test_debug_formats import FILES_197, FILES_332
+
+    j = Journal()
+    j.chat(400)
+    f = run_check("DBG-01", j.evidence(debug_files=FILES_332, debug_format="claude-code"))
+    assert f.outcome == "pass", f.observed
+    assert "(format claude-code)" in f.expected
+    assert "config: t/-tmp-w/5b30442c.jsonl:2: api-request params max_tokens" in f.observed
+    f = run_check("DBG-01", j.evidence(debug_files=FILES_197, debug_format="claude-code"))
+    assert f.outcome == "fail"
+    assert "missing: the model config (the request's parameters" in f.observed
+    assert "error: claude-debug.log:3: API error (attempt 1/11): 400" in f.observed
+    # Without the format, the same files are judged as the harness's dumps: not JSON.
+    f = run_check("DBG-01", j.evidence(debug_files=FILES_332))
+    assert f.outcome == "fail" and "not JSON" in f.observed
+
+
+def test_dbg01_read_in_an_unknown_format_fails_saying_so() -> None:
+    from tests.test_debug_formats import FILES_332
+
+    j = Journal()
+    j.chat(400)
+    f = run_check("DBG-01", j.evidence(debug_files=FILES_332, debug_format="nope"))
+    assert f.outcome == "fail" and "no reader for debug file format 'nope'" in f.observed
+    f = run_check("DBG-01", j.evidence(debug_files={}, debug_format="claude-code"))
+    assert f.outcome == "fail" and f.observed == "debug_dir is empty"
