@@ -40,6 +40,7 @@ class ScenarioVerdict(TypedDict):
     expected: str | None
     observed: str | None
     partial: NotRequired[bool]  # judged on the wire before the turn ended
+    beyond_load: NotRequired[bool]  # a timing failure no load explains: not confirmed
     flaky: NotRequired[bool]  # --verify: its runs differed
     runs: NotRequired[list[dict[str, Any]]]
     confirmed: NotRequired[dict[str, Any]]  # a timing failure re-run on a slower clock

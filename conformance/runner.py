@@ -148,6 +148,8 @@ def _verdicts(
         }
         if r.partial:
             out[cid]["partial"] = True
+        if r.beyond_load:
+            out[cid]["beyond_load"] = True
     return out
 
 

@@ -33,6 +33,11 @@ alone on its own clock (``"alone"``): the clock the calibration accepted for tim
 agent alone. If every timing verdict passes there, that run settles them; otherwise the slower
 clock does, as above, and the alone run is kept in ``alone_run``. Either way a failure stands
 only when a run with the machine to itself gives it again.
+
+A failure the check marks ``beyond_load`` is not confirmed: the wire shows the agent did not act
+within a margin wider than load makes anything late (a silence waited out past STR-10's idle
+limit by more than :data:`conformance.judging.timing.BEYOND_LOAD_S` real), so a second run could
+not give another verdict. ``--verify`` still reruns it.
 """
 
 from __future__ import annotations
@@ -70,6 +75,12 @@ def _doubtful(verdicts: Mapping[str, ScenarioVerdict]) -> list[str]:
     return [cid for cid, v in verdicts.items() if cid in TIMING and v["verdict"] in _DOUBTFUL]
 
 
+def _to_confirm(verdicts: Mapping[str, ScenarioVerdict]) -> list[str]:
+    """The doubtful criteria a run with the machine to itself must confirm: all but failures
+    that no load explains (``beyond_load``, module docstring)."""
+    return [cid for cid in _doubtful(verdicts) if not verdicts[cid].get("beyond_load")]
+
+
 def _fast_clock(entry: ScenarioEntry) -> float | None:
     """The speed of the fast clock the run's agent was on (None: real time)."""
     speed = (entry.get("clock") or {}).get("time_warp")
@@ -86,16 +97,17 @@ def judged(once: Callable[[Attempt], Run], verify: int, *, try_alone: bool = Fal
     ``try_alone`` (the run has other processes, and a slower clock to confirm on) and every
     failure was a wait a loaded machine could have made late; else, or when that run fails too,
     on the slower clock (the slowest calibrated for an agent on a fast one, else a time scale
-    ``CONFIRM_SLOWER`` times slower, or the same clock again in real time); then ``--verify``
-    settles as usual (module docstring)."""
+    ``CONFIRM_SLOWER`` times slower, or the same clock again in real time); a failure no load
+    explains (``beyond_load``) is not confirmed; then ``--verify`` settles as usual (module
+    docstring)."""
     first = once("first")
-    doubtful = _doubtful(first[1])
+    doubtful = _to_confirm(first[1])
     if not doubtful:
         return verified(first, lambda: once("first"), verify)
     tried: Run | None = None
     if try_alone and _late_by_load(first[0], doubtful):
         tried = once("alone")
-        if not _doubtful(tried[1]):
+        if not _to_confirm(tried[1]):
             return verified(confirmed(first, tried), lambda: once("alone"), verify)
     return verified(confirmed(first, once("slower"), tried), lambda: once("slower"), verify)
 

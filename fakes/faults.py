@@ -197,6 +197,10 @@ class Stall(Fault):
             "after_events": _COUNT,
             "seconds": _SECONDS,
             "keepalive": {"type": "number", "exclusiveMinimum": 0},
+            # For the judge only (STR-10): the idle limit an agent's watchdog must act within,
+            # at most ``seconds``; the rest of the silence shows a watchdog a loaded machine made
+            # late, and makes a silence waited out the agent's beyond doubt.
+            "idle_limit": {"type": "number", "exclusiveMinimum": 0},
         },
     }
 

@@ -285,3 +285,30 @@ def test_a_scaled_agent_s_run_alone_on_its_scale_says_so():
         in (verdicts["RTY-05"]["observed"])
     )
     assert entry["first_run"] is first[0]
+
+
+# -- a failure no load explains is not confirmed --------------------------------------------
+
+
+def test_a_silence_waited_out_beyond_load_is_not_confirmed_but_verify_still_reruns_it():
+    first = _warped(_run("fast", STR_10="NON-STRICT"), 10)
+    first[1]["STR-10"]["beyond_load"] = True
+    once = Clocked(first)
+    assert judged(once, 0, try_alone=True) == first
+    assert once.attempts == ["first"]  # no run alone, no slower clock
+    once = Clocked(first)
+    assert judged(once, 1, try_alone=True)[1]["STR-10"]["verdict"] == "NON-STRICT"
+    assert once.attempts == ["first", "first"]  # --verify reruns it, on its own clock
+
+
+def test_a_failure_beyond_load_beside_a_doubtful_one_is_settled_by_the_same_confirmation():
+    first = _late("fast", 0.05, RTY_05="FAIL", STR_10="NON-STRICT")
+    first[1]["STR-10"]["beyond_load"] = True
+    alone = _warped(_run("alone", RTY_05="PASS", STR_10="NON-STRICT"), 20)
+    alone[1]["STR-10"]["beyond_load"] = True
+    once = Clocked(first, alone)
+    entry, verdicts = judged(once, 0, try_alone=True)
+    # RTY-05's lateness alone decides the ladder; the run alone settles both.
+    assert once.attempts == ["first", "alone"]
+    assert verdicts["RTY-05"]["verdict"] == "PASS"
+    assert verdicts["STR-10"]["verdict"] == "NON-STRICT"

@@ -21,6 +21,7 @@ from conformance.judging.evidence import (
     response_of,
     symptom,
 )
+from conformance.judging.timing import BEYOND_LOAD_S
 from fakes.faults import FAULTS
 from fakes.journal import ChatEntry
 
@@ -328,10 +329,14 @@ def turn_reason(ev: Evidence) -> str | None:
 
 @check("STR-10", final=True)
 def check_str_10(ev: Evidence) -> Finding:
-    """A stream that goes silent after headers is abandoned and recovered before it resumes."""
+    """A stream that goes silent after headers is abandoned and recovered within the idle limit
+    (the stall's ``idle_limit``, else the whole silence). A silence longer than the limit shows
+    a watchdog that fired late: late by the scheduling slack is a pass, later a failure to
+    confirm; a silence waited out more than ``BEYOND_LOAD_S`` real past the limit is the
+    agent's beyond what load explains (``beyond_load``: not confirmed by a second run)."""
     expected = (
         "a stream with no chunk for a long time is aborted by the agent and the request is "
-        "made again before the silence ends"
+        "made again within the idle limit, before the silence ends"
     )
     chat = ev.chat()
     judged = 0
@@ -340,26 +345,44 @@ def check_str_10(ev: Evidence) -> Finding:
         fault = FAULTS.get(e.get("fault") or "")
         if fault is None or not Evidence.mode(e) or resp.get("status") != 200:
             continue
-        secs = fault.silence_s(_step_fault(ev, e, fault.name))
+        params = _step_fault(ev, e, fault.name)
+        secs = fault.silence_s(params)
         headers_ns = resp.get("t_headers_ns")
         if not isinstance(secs, (int, float)) or headers_ns is None:
             continue
+        asked = params.get("idle_limit")
+        limit = min(float(asked), secs) if isinstance(asked, (int, float)) else secs
         resumes = int(headers_ns) + int(float(secs) * ev.time_scale * 1e9)
         again = next((x for x in chat[i + 1 :] if same_request(e, x)), None)
         whole = (resp.get("sent_bytes") or 0) >= (resp.get("full_bytes") or 0)
         if again is None and not turn_over(ev):
             continue  # the recovery may still come
         judged += 1
+        past = f", {secs - limit:g} s past the {limit:g} s idle limit" if limit < secs else ""
+        # Nothing done for (secs - limit) of its seconds past the limit: no load makes a
+        # watchdog that late once that margin is BEYOND_LOAD_S real or more.
+        beyond = (secs - limit) * ev.time_scale >= BEYOND_LOAD_S
         if again is None:
-            how = f"read to its end after the {secs} s silence" if whole else "never recovered"
-            return failed(expected, f"the silent stream seq {e.get('seq')} was {how}")
+            how = f"read to its end after the {secs:g} s silence" if whole else "never recovered"
+            return failed(
+                expected,
+                f"the silent stream seq {e.get('seq')} was {how}" + (past if whole else ""),
+                beyond_load=whole and beyond,
+            )
+        waited = (int(again["t_arrival_ns"]) - int(headers_ns)) / 1e9 / ev.time_scale
         if int(again["t_arrival_ns"]) >= resumes:
             return failed(
                 expected,
-                f"seq {again.get('seq')} came only after the {secs} s silence ended: the "
-                "agent waited it out",
+                f"seq {again.get('seq')} came only after the {secs:g} s silence ended: the "
+                f"agent waited it out{past}",
+                beyond_load=beyond,
             )
-        waited = (int(again["t_arrival_ns"]) - int(headers_ns)) / 1e9 / ev.time_scale
+        if waited > limit + ev.late_slack:
+            return failed(
+                expected,
+                f"seq {again.get('seq')} came {ev.both_units(waited)} after the headers: the "
+                f"stream was abandoned past the {limit:g} s idle limit",
+            )
     if not judged:
         return not_applicable(expected, "no stream went silent in this run")
     return passed(

@@ -37,6 +37,7 @@ from fakes.clock import overshoot
 from fakes.handles import GatewayHandle
 
 __all__ = [
+    "BEYOND_LOAD_S",
     "CALIBRATION_S",
     "DEFAULT_TIMING",
     "EARLY_SLACK_S",
@@ -60,6 +61,11 @@ NOISE_CAP_S = 0.02
 WAKEUP_FACTOR = 2.0
 WAKEUP_CAP_S = 0.02
 CALIBRATION_S = 0.3
+# How late, in real seconds, a loaded machine is taken to make an agent act at most: a margin
+# past a limit wider than this, in which the agent did nothing, is the agent's (STR-10's silence
+# past its idle limit; ``conformance.verify`` then confirms nothing). Four times the 250 ms the
+# confirmation ladder allows the run's own load (``verify.LOAD_LATE_S``; 6-110 ms measured).
+BEYOND_LOAD_S = 1.0
 
 
 @dataclass(frozen=True)

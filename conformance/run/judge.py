@@ -80,6 +80,7 @@ class Ruling:
     expected: str
     observed: str
     partial: bool = False  # judged on the wire before the turn ended (TIMEOUT/ERROR)
+    beyond_load: bool = False  # a timing failure no load explains (checks.finding.Finding)
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,12 @@ def _unfinished(c: Case) -> Ruling:
 
 def _checked(c: Case) -> Ruling:
     finding = run_check(c.cid, c.evidence)
-    return Ruling(verdict_for(c.crit, finding), finding.expected, finding.observed)
+    return Ruling(
+        verdict_for(c.crit, finding),
+        finding.expected,
+        finding.observed,
+        beyond_load=finding.beyond_load and finding.outcome == "fail",
+    )
 
 
 LADDER: tuple[Rule, ...] = (

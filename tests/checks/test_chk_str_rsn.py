@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from conformance.checks import FINAL_ON_PARTIAL, run_check
+from conformance.checks.finding import Finding
 from tests.checks.synth import Journal, turn_end
 
 MSGS = [{"role": "user", "content": "hi"}]
@@ -248,6 +249,47 @@ def test_str_10_fail_waited_out_the_silence() -> None:
 def test_str_10_fail_never_recovered() -> None:
     assert _str10(None) == "fail"
     assert _str10(None, ended=False) == "not_applicable"  # the recovery may still come
+
+
+LIMITED = {
+    "id": "s",
+    "script": [
+        {"reply": {"text": "x"}, "fault": {"stall": {"seconds": 360, "idle_limit": 300}}}
+    ],
+}
+
+
+def _limited(wait: float | None, scale: float = 0.02) -> Finding:
+    j = Journal(scale)
+    attempt(j, STREAM, sse({"content": "Hel"}), "stall", duration=0.0)
+    if wait is not None:
+        attempt(j, PLAIN, plain_json(), wait=wait)
+    return run_check("STR-10", j.evidence([turn_end()], scenario=LIMITED))
+
+
+def test_str_10_within_the_idle_limit_passes_and_past_it_fails_to_be_confirmed() -> None:
+    assert _limited(299.0).outcome == "pass"
+    late = _limited(320.0)  # abandoned during the silence, but 20 s past the limit
+    assert (late.outcome, late.beyond_load) == ("fail", False)
+    assert "past the 300 s idle limit" in late.observed
+
+
+def test_str_10_a_silence_waited_out_past_the_limit_is_beyond_load() -> None:
+    # 60 s of margin at scale 0.02 are 1.2 s real: more than load makes a watchdog late.
+    for wait in (361.0, None):
+        found = _limited(wait)
+        assert (found.outcome, found.beyond_load) == ("fail", True), wait
+        assert "60 s past the 300 s idle limit" in found.observed
+    # At scale 0.01 the same margin is 0.6 s real: a confirmation must settle it.
+    assert _limited(361.0, scale=0.01).beyond_load is False
+
+
+def test_str_10_without_an_idle_limit_is_never_beyond_load() -> None:
+    assert _str10(301.0) == "fail"
+    j = Journal()
+    attempt(j, STREAM, sse({"content": "Hel"}), "stall", duration=0.0)
+    attempt(j, PLAIN, plain_json(), wait=301.0)
+    assert run_check("STR-10", j.evidence([turn_end()], scenario=STALL)).beyond_load is False
 
 
 def test_str_10_not_applicable_without_stall() -> None:
