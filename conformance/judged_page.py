@@ -219,8 +219,9 @@ def _streams_and_continuation() -> list[str]:
         "fallback surfaces the error: no second fallback (STR-06).",
         "- A stream with `finish_reason` is complete even without `[DONE]` (STR-09, STR-13). "
         "Tool calls of a failed stream never run (STR-03).",
-        f"- Idle watchdog: a stream silent for long is abandoned and recovered (STR-10; its "
-        f"scenarios are silent 300 s); one silent less than {WATCHDOG_FLOOR_S:g} s must not be.",
+        "- Idle watchdog: a stream silent for long is abandoned and recovered within the idle "
+        "limit (STR-10; its scenarios judge a 330 s limit and stay silent 390 s); one silent "
+        f"less than {WATCHDOG_FLOOR_S:g} s must not be.",
         f"- An empty 200 reply (no choices, or an empty message) is retried, at most "
         f"{MAX_EMPTY} times for one request, never taken as the answer (STR-16).",
         "",

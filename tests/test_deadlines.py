@@ -31,7 +31,7 @@ def _backoff_sum(retries: int) -> float:
         ("rty/rty-14-retry-after-one-hour.yaml", 300.0),
         ("rty/rty-14-retry-after-ms-one-hour.yaml", 300.0),
         # A 300 s stall after headers, served whole.
-        ("str/str-10-idle-stall.yaml", 360.0),
+        ("str/str-10-idle-stall.yaml", 390.0),
         # A hang of 40 s, given up at the scenario's tool limit of 10 s.
         ("tol/tol-04-tool-timeout.yaml", 10.0),
     ],

@@ -46,7 +46,7 @@ ATTEMPTS_PER_MODE = 1 + int(by_id("RTY-04").numbers["retries"])
 MID_STREAM = frozenset({"broken_stream", "no_finish", "malformed_event", "in_band_error"})
 
 # Nominal seconds without a new event that no idle watchdog is expected to act on (the reference
-# agent's waits 60 s; STR-10's scenarios are silent for 300 s). A stream whose fault leaves a
+# agent's waits 60 s; STR-10's scenarios judge a 330 s idle limit). A stream whose fault leaves a
 # client that long without one (a stall; a slow, re-chunked or paced delivery) may be abandoned
 # as stalled, at whatever moment the agent's clock says: STR-09 leaves it out.
 WATCHDOG_FLOOR_S = 10.0
