@@ -28,7 +28,7 @@ PINNED = {
     "1.1.0": "90a61e9de721c2c7acfe21d9ba8b2ca41bc781df5df4f495d889e8dcd18eb33a",
     "1.2.0": "bcac101b04cc85a3db1a7356d2a8ab0311e659ddfb5cdc41c35fb61d018d63cb",
     "1.3.0": "455e618ff16557dbc694988f99fc7ebd522bb6abd79dea0eb09783be584f6436",
-    "1.4.0": "fcf5dda985f1c8e41cbc4b36106440f9eab35ab28ee3d4c796266b87e417c1ed",
+    "1.4.0": "baf93bec4a8153bdc7d2f93c3eceb7949863e5c05c8e02305f8dc7fdcbf932da",
 }
 
 

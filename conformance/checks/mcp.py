@@ -77,12 +77,26 @@ def _mcp_calls(ev: Evidence) -> list[tuple[Call, list[Entry]]]:
 
 
 # --- MCP-01 ---------------------------------------------------------------------------------
-def _failure(x: Entry) -> str | None:
+def _cancelled(ev: Evidence) -> set[tuple[Any, Any]]:
+    """The requests the agent gave up on (``notifications/cancelled``), by session and id."""
+    return {
+        (e.get("mcp_session"), _params(e).get("requestId"))
+        for e in _mcp(ev)
+        if _method(e) == "notifications/cancelled"
+    }
+
+
+def _failure(x: Entry, cancelled: set[tuple[Any, Any]]) -> str | None:
     """How an MCP tool call failed, read from its answer; None when it gave output or when
-    MCP-02/03 judge it (an expired session, a cut or unreadable answer)."""
+    MCP-02/03 judge it (an expired session, a cut or unreadable answer). A call the agent
+    cancelled failed for it whatever came back: its own time limit fired (late, on a loaded
+    machine, the server's late answer may have gone out before its cancel arrived)."""
     resp = response_of(x)
     if not resp or resp.get("end") == "client_gone":
         return "no answer before the agent gave up"
+    body = x.get("body")
+    if (x.get("mcp_session"), body.get("id") if isinstance(body, dict) else None) in cancelled:
+        return "cancelled by the agent (notifications/cancelled)"
     if resp.get("status") == 404 or _cut(x):
         return None
     m = _answer(x) or {}
@@ -145,10 +159,11 @@ def check_mcp_01(ev: Evidence) -> Finding:
         "a tool call the MCP server answers with an error, or not in time, becomes a tool result "
         "sent back to the model, carrying the server's message, and the turn goes on"
     )
+    cancelled = _cancelled(ev)
     return _went_on(
         ev,
         expected,
-        lambda exs: _failure(exs[-1]),
+        lambda exs: _failure(exs[-1], cancelled),
         "failed MCP call(s)",
         said=_server_said,
     )

@@ -253,9 +253,7 @@ def test_str_10_fail_never_recovered() -> None:
 
 LIMITED = {
     "id": "s",
-    "script": [
-        {"reply": {"text": "x"}, "fault": {"stall": {"seconds": 360, "idle_limit": 300}}}
-    ],
+    "script": [{"reply": {"text": "x"}, "fault": {"stall": {"seconds": 360, "idle_limit": 300}}}],
 }
 
 

@@ -196,6 +196,21 @@ def test_ctl_01_passes_a_cancellation_sent_after_the_abort(wire: Any) -> None:
 RPC_ERROR = [{"fault": {"rpc_error": {"code": -32603, "message": "backend down"}}}]
 
 
+def _send_result(m: _Client, result: str) -> None:
+    """The model's next request, carrying ``result`` for its write_file call."""
+    call = {"id": "call_1", "type": "function"}
+    call["function"] = {"name": "write_file", "arguments": json.dumps(ARGS)}
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "p"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": result},
+        ],
+    }
+    m.c.post(m.s.base_url + "/chat/completions", json=body).raise_for_status()
+
+
 def _told(result: str) -> Callable[[_Client], None]:
     """The model's call run over MCP (answered with a JSON-RPC error), then ``result`` sent."""
 
@@ -203,17 +218,7 @@ def _told(result: str) -> Callable[[_Client], None]:
         m.chat()  # step 0: the model calls write_file
         m.initialize()
         m.call()
-        call = {"id": "call_1", "type": "function"}
-        call["function"] = {"name": "write_file", "arguments": json.dumps(ARGS)}
-        body = {
-            "model": "m",
-            "messages": [
-                {"role": "user", "content": "p"},
-                {"role": "assistant", "content": None, "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": "call_1", "content": result},
-            ],
-        }
-        m.c.post(m.s.base_url + "/chat/completions", json=body).raise_for_status()
+        _send_result(m, result)
 
     return steps
 
@@ -226,3 +231,35 @@ def test_mcp_01_passes_the_servers_message_sent_to_the_model(wire: Any) -> None:
 def test_mcp_01_fails_a_result_that_drops_the_servers_message(wire: Any) -> None:
     finding = run_check("MCP-01", wire(RPC_ERROR, _told("Error: the tool failed")))
     assert finding.outcome == "fail" and "backend down" in finding.observed, finding.observed
+
+
+def _answered_then_cancelled(cancel: bool, result: str | None) -> Callable[[_Client], None]:
+    """The call answered in full, then (``cancel``) given up by the client all the same, as an
+    agent whose time limit fired late does; then ``result`` sent to the model, if any."""
+
+    def steps(m: _Client) -> None:
+        m.chat()
+        m.initialize()
+        assert m.call().status_code == 200
+        if cancel:
+            note = {"requestId": m.n, "reason": "Request timed out"}
+            msg = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": note}
+            headers = {"Accept": "application/json, text/event-stream", SESSION_HEADER: m.sid}
+            m.c.post(m.s.mcp_endpoint, json=msg, headers=headers)
+        if result is not None:
+            _send_result(m, result)
+
+    return steps
+
+
+def test_mcp_01_judges_a_call_the_agent_cancelled_as_failed_whatever_came_back(wire: Any) -> None:
+    told = run_check("MCP-01", wire([], _answered_then_cancelled(True, "Error: timed out")))
+    assert (told.outcome, told.observed) == (
+        "pass",
+        "1 failed MCP call(s) reached the model as tool results",
+    )
+    dropped = run_check("MCP-01", wire([], _answered_then_cancelled(True, None)))
+    assert dropped.outcome == "fail" and "cancelled by the agent" in dropped.observed
+    # Not cancelled: an answered call is no failure to judge.
+    kept = run_check("MCP-01", wire([], _answered_then_cancelled(False, "wrote")))
+    assert kept.outcome == "not_applicable"
