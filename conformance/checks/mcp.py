@@ -86,17 +86,22 @@ def _cancelled(ev: Evidence) -> set[tuple[Any, Any]]:
     }
 
 
-def _failure(x: Entry, cancelled: set[tuple[Any, Any]]) -> str | None:
+def _failure(x: Entry, ev: Evidence, cancelled: set[tuple[Any, Any]]) -> str | None:
     """How an MCP tool call failed, read from its answer; None when it gave output or when
-    MCP-02/03 judge it (an expired session, a cut or unreadable answer). A call the agent
-    cancelled failed for it whatever came back: its own time limit fired (late, on a loaded
-    machine, the server's late answer may have gone out before its cancel arrived)."""
+    MCP-02/03 judge it (an expired session, a cut or unreadable answer). An answer later than
+    the scenario's tool time limit is not in time whatever the agent's connection did, and a
+    call the agent cancelled failed for it whatever came back: on a loaded machine its own
+    limit may fire after the late answer went out."""
     resp = response_of(x)
     if not resp or resp.get("end") == "client_gone":
         return "no answer before the agent gave up"
     body = x.get("body")
     if (x.get("mcp_session"), body.get("id") if isinstance(body, dict) else None) in cancelled:
         return "cancelled by the agent (notifications/cancelled)"
+    limit = ev.config.get("tool_timeout_s")
+    took = (Evidence.end_ns(x) - _ns(x)) / 1e9 / ev.time_scale
+    if isinstance(limit, int | float) and took > limit + ev.slack:
+        return f"answered after {took:.2f} s, past the {limit:g} s tool time limit"
     if resp.get("status") == 404 or _cut(x):
         return None
     m = _answer(x) or {}
@@ -163,7 +168,7 @@ def check_mcp_01(ev: Evidence) -> Finding:
     return _went_on(
         ev,
         expected,
-        lambda exs: _failure(exs[-1], cancelled),
+        lambda exs: _failure(exs[-1], ev, cancelled),
         "failed MCP call(s)",
         said=_server_said,
     )

@@ -7,6 +7,7 @@ and its broken copies failing) are in ``tests/test_run_mcp.py``.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from typing import Any
@@ -263,3 +264,24 @@ def test_mcp_01_judges_a_call_the_agent_cancelled_as_failed_whatever_came_back(w
     # Not cancelled: an answered call is no failure to judge.
     kept = run_check("MCP-01", wire([], _answered_then_cancelled(False, "wrote")))
     assert kept.outcome == "not_applicable"
+
+
+def test_mcp_01_judges_an_answer_past_the_tool_time_limit_as_failed(wire: Any) -> None:
+    # The answer went out in full, 10 s after the call, the scenario's limit being 2 s: not in
+    # time, though the agent's connection stayed open (its own limit fired late, or never).
+    ev = wire([], _answered_then_cancelled(False, "Error: timed out after 2s"))
+    journal = copy.deepcopy(ev.raw_journal)
+    call = next(
+        e for e in journal["entries"] if (e.get("body") or {}).get("method") == "tools/call"
+    )
+    call["response"]["t_end_ns"] = call["t_arrival_ns"] + int(10 * ev.time_scale * 1e9)
+    scenario = {**ev.scenario, "config": {"tool_timeout_s": 2}}
+    late = Evidence(scenario=scenario, raw_journal=journal, events=DONE, time_scale=ev.time_scale)
+    found = run_check("MCP-01", late)
+    assert found.outcome == "pass", found.observed
+    assert (
+        run_check(
+            "MCP-01", Evidence(scenario=scenario, raw_journal=ev.raw_journal, events=DONE)
+        ).outcome
+        == "not_applicable"
+    )
