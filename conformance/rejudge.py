@@ -39,7 +39,7 @@ from conformance.results import Run, ScenarioEntry, ScenarioVerdict
 from conformance.run.gate import admit
 from conformance.run.judge import evidence_of, judge
 from conformance.run.record import drive_of, evidence_digest
-from conformance.runner import agent_results
+from conformance.runner import agent_results, scenario_verdicts
 from conformance.verify import confirmed, verified
 from fakes import FakesError, Scenario
 
@@ -132,17 +132,7 @@ def _verdicts_of(
     drive, allowances = drive_of(entry)
     secrets = (drive.api_key,) if drive.api_key else ()
     ev = evidence_of(scenario, admission, drive, allowances, secrets)
-    out: dict[str, ScenarioVerdict] = {}
-    for cid, r in judge(scenario, admission, drive, ev).items():
-        out[cid] = {
-            "id": scenario.id,
-            "verdict": r.verdict,
-            "expected": r.expected,
-            "observed": r.observed,
-        }
-        if r.partial:
-            out[cid]["partial"] = True
-    return out
+    return scenario_verdicts(judge(scenario, admission, drive, ev), scenario.id, drive.api_key)
 
 
 def _settled(

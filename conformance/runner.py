@@ -92,6 +92,7 @@ __all__ = [
     "run_checked",
     "run_scenario",
     "run_suite",
+    "scenario_verdicts",
 ]
 
 DEFAULT_TIME_SCALE = 0.02
@@ -134,9 +135,11 @@ def _allowances(adapter: Adapter, scale: float, timing: Timing, reaction: Reacti
     return Allowances(timing=timing, overhead_s=over_s, overhead_spread_s=spread_s)
 
 
-def _verdicts(
+def scenario_verdicts(
     rulings: dict[str, Ruling], scenario_id: str, api_key: str
 ) -> dict[str, ScenarioVerdict]:
+    """A scenario's verdicts as the results carry them, ``api_key`` redacted from their text
+    (the run's, and ``conformance rejudge``'s of a saved run)."""
     mark = key_marker(api_key) if api_key else ""
     out: dict[str, ScenarioVerdict] = {}
     for cid, r in rulings.items():
@@ -192,7 +195,9 @@ def run_scenario(
     allowances = _allowances(adapter, scale, timing, reaction)
     secrets = (record.api_key,) if record.api_key else ()
     ev = evidence_of(scenario, admission, record, allowances, secrets)
-    verdicts = _verdicts(judge(scenario, admission, record, ev), scenario.id, record.api_key)
+    verdicts = scenario_verdicts(
+        judge(scenario, admission, record, ev), scenario.id, record.api_key
+    )
     entry = _entry(scenario, rerun, record, allowances, admission, adapter)
     if reaction.measured and adapter.fast_clock is None:
         entry["reaction"] = reaction.as_dict()

@@ -22,7 +22,7 @@ from conformance.reference import Behaviours
 from conformance.release import CATALOGUE_VERSION, rules_sha256
 from conformance.run import judge as judge_module
 from conformance.runner import DIALECTS, results_document, run_suite
-from fakes import Gateway, load_scenarios
+from fakes import Gateway, Scenario, load_scenarios
 
 CRITERIA = Path(__file__).resolve().parents[1] / "scenarios" / "criteria"
 # A copy with bugs across the areas, each making its criteria FAIL or NON-STRICT.
@@ -200,3 +200,32 @@ def test_a_debug_format_is_covered_by_the_digest_only_when_named(small):
     entry["debug_format"] = "claude-code"
     r = rj.rejudge(doc)
     assert [(sid, "does not match" in why) for _, sid, why in r.tampered] == [(entry["id"], True)]
+
+
+def test_a_failure_beyond_load_is_not_confirmed_and_rejudged_as_such():
+    # A stall whose silence lasts 60 s past its idle limit: 1.2 s real at time scale 0.02. The
+    # copy without an idle watchdog reads it to its end.
+    stall = {"after_events": 2, "seconds": 70, "idle_limit": 10}
+    data = {
+        "id": "str-10-short-margin",
+        "criteria": ["STR-10"],
+        "capabilities": ["time_scale"],
+        "prompt": "p",
+        "script": [
+            {
+                "match": {"stream": True},
+                "reply": {"text": "Hello there"},
+                "fault": {"stall": stall},
+            },
+            {"reply": {"text": "Hello"}},
+        ],
+    }
+    doc = _suite("openai_chat", Behaviours(idle_watchdog=False), [Scenario.from_dict(data)])
+    entry = doc["agents"][0]["scenarios"][0]
+    verdict = doc["agents"][0]["criteria"]["STR-10"]["scenarios"][0]
+    assert verdict["verdict"] == "NON-STRICT" and verdict["beyond_load"] is True
+    assert "60 s past the 10 s idle limit" in verdict["observed"]
+    assert "first_run" not in entry and "confirmed" not in verdict  # not run again
+    again = rj.rejudge(doc)
+    assert again.moved == [] and again.tampered == []
+    assert again.document["agents"][0]["criteria"]["STR-10"]["scenarios"][0] == verdict
