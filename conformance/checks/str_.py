@@ -363,13 +363,25 @@ def check_str_10(ev: Evidence) -> Finding:
         # watchdog that late once that margin is BEYOND_LOAD_S real or more.
         beyond = (secs - limit) * ev.time_scale >= BEYOND_LOAD_S
         if again is None:
+            other = chat[i + 1] if i + 1 < len(chat) and not whole else None
+            if other is not None and int(other["t_arrival_ns"]) < resumes:
+                # Abandoned in time, but what came next is another request (a continuation
+                # of the partial reply, say): a matter of content, which no clock changes.
+                return failed(
+                    expected,
+                    f"the silent stream seq {e.get('seq')} was abandoned, but seq "
+                    f"{other.get('seq')}, {ev.both_units(_after(other, headers_ns, ev))} after "
+                    "the headers, is not the same request (it differs in "
+                    f"{listed(request_diff(e, other))}): no resend of it came",
+                    beyond_load=True,
+                )
             how = f"read to its end after the {secs:g} s silence" if whole else "never recovered"
             return failed(
                 expected,
                 f"the silent stream seq {e.get('seq')} was {how}" + (past if whole else ""),
                 beyond_load=whole and beyond,
             )
-        waited = (int(again["t_arrival_ns"]) - int(headers_ns)) / 1e9 / ev.time_scale
+        waited = _after(again, headers_ns, ev)
         if int(again["t_arrival_ns"]) >= resumes:
             return failed(
                 expected,
@@ -388,6 +400,11 @@ def check_str_10(ev: Evidence) -> Finding:
     return passed(
         expected, f"{judged} silent stream(s) abandoned; recovered after {ev.both_units(waited)}"
     )
+
+
+def _after(entry: ChatEntry, headers_ns: int, ev: Evidence) -> float:
+    """Scenario seconds from a stream's headers to ``entry``'s arrival."""
+    return (int(entry["t_arrival_ns"]) - int(headers_ns)) / 1e9 / ev.time_scale
 
 
 # --- STR-11: only the successful request's usage counts ------------------------------------

@@ -282,6 +282,19 @@ def test_str_10_a_silence_waited_out_past_the_limit_is_beyond_load() -> None:
     assert _limited(361.0, scale=0.01).beyond_load is False
 
 
+def test_str_10_another_request_in_time_is_no_resend_whatever_the_clock() -> None:
+    # Abandoned at 241 s, then the partial reply continued instead of the request sent again.
+    j = Journal()
+    stalled = attempt(j, STREAM, sse({"content": "Hel"}), "stall", duration=0.0)
+    stalled["response"]["full_bytes"] += 100  # the rest never went out
+    partial = [*MSGS, {"role": "assistant", "content": "Hel"}, {"role": "user", "content": "go"}]
+    attempt(j, {**STREAM, "messages": partial}, sse({"content": "lo"}, finish="stop"), wait=241.0)
+    found = run_check("STR-10", j.evidence([turn_end()], scenario=LIMITED))
+    assert (found.outcome, found.beyond_load) == ("fail", True)
+    assert "is not the same request (it differs in messages)" in found.observed
+    assert "241.000 s" in found.observed
+
+
 def test_str_10_without_an_idle_limit_is_never_beyond_load() -> None:
     assert _str10(301.0) == "fail"
     j = Journal()
