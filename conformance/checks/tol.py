@@ -444,9 +444,13 @@ def check_tol_07(ev: Evidence) -> Finding:
             where = f"call {call.id!r}"
             retries = [x for x in exs[k + 1 :] if x.get("arguments") == ex.get("arguments")]
             if not retries:
+                # The failure reached the agent (a transient answer, or a hang's own timeout
+                # answered before its next move) and it moved on without trying again: an
+                # order on the wire, not a wait a loaded machine could stretch.
                 return failed(
                     expected,
                     f"{where}: {beh} failure not retried; the model got {(call.result or '')[:200]!r}",
+                    beyond_load=True,
                 )
             ok = next((x for x in retries if x.get("behaviour") in OK_BEHAVIOURS), None)
             if ok is None:

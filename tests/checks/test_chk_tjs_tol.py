@@ -705,6 +705,10 @@ def test_tol_07_pass_every_retry_failed() -> None:
 def test_tol_07_fail_not_retried() -> None:
     f = tol07_run("Error: connection reset by peer", []).check("TOL-07")
     assert f.outcome == "fail" and "not retried" in f.observed
+    assert f.beyond_load  # an order on the wire: no run on a slower clock could change it
+    # A retry whose output the model does not get is a failure too, but not one marked so.
+    shown = tol07_run("<html>ok</html>\n(succeeded after 1 retry)", ["output"]).check("TOL-07")
+    assert shown.outcome == "fail" and not shown.beyond_load
 
 
 def test_tol_07_fail_retry_shown_to_model() -> None:
