@@ -46,6 +46,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from conformance.checks import TIMING
+from conformance.judging.timing import BEYOND_LOAD_S
 from conformance.results import Run, ScenarioEntry, ScenarioVerdict
 from conformance.verdicts import SEVERITY
 
@@ -60,9 +61,11 @@ _DOUBTFUL = frozenset({"FAIL", "NON-STRICT"})  # a first verdict that asks for a
 Attempt = Literal["first", "alone", "slower"]
 
 # The most a wait may be late, in real seconds, for the run's own load to be worth ruling out
-# first (alone on the same clock) before the slower clock: the run's own processes were measured
-# to make single waits 6-110 ms late (Claude Code 2.1.332, four processes on two cores).
-LOAD_LATE_S = 0.25
+# first (alone on the same clock) before the slower clock: as late as load is taken to make
+# anything (judging.timing.BEYOND_LOAD_S). The run's own processes were measured to make single
+# waits 6-110 ms late, once 469 ms (Claude Code 2.1.332's first retry, four processes on two
+# cores, release 1.4.0).
+LOAD_LATE_S = BEYOND_LOAD_S
 
 
 def settle(seen: list[str]) -> str:

@@ -251,7 +251,7 @@ def test_a_failure_alone_on_its_own_clock_goes_on_to_the_slower_one_and_is_kept(
 @pytest.mark.parametrize(
     "first",
     [
-        _late("fast", 0.5, RTY_05="FAIL"),  # later than the run's own load makes a wait
+        _late("fast", 1.5, RTY_05="FAIL"),  # later than the run's own load makes a wait
         _late("fast", -0.01, RTY_05="FAIL"),  # early: load does not make a wait short
         _warped(_run("fast", STR_10="NON-STRICT"), 20),  # not a wait of the entry's waits
     ],
@@ -312,3 +312,11 @@ def test_a_failure_beyond_load_beside_a_doubtful_one_is_settled_by_the_same_conf
     assert once.attempts == ["first", "alone"]
     assert verdicts["RTY-05"]["verdict"] == "PASS"
     assert verdicts["STR-10"]["verdict"] == "NON-STRICT"
+
+
+def test_a_wait_late_by_half_a_second_real_may_still_be_the_run_s_load():
+    # Claude Code 2.1.332's first retry came 469 ms real late once under a -n 4 run's own load.
+    once = Clocked(_late("fast", 0.469, RTY_03="FAIL"), _warped(_run("alone", RTY_03="PASS"), 20))
+    once.fast[0]["waits"][0]["rule"] = "RTY-03"
+    judged(once, 0, try_alone=True)
+    assert once.attempts == ["first", "alone"]
