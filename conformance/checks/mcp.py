@@ -95,6 +95,8 @@ def _failure(x: Entry, ev: Evidence, cancelled: set[tuple[Any, Any]]) -> str | N
     resp = response_of(x)
     if not resp or resp.get("end") == "client_gone":
         return "no answer before the agent gave up"
+    if resp.get("status") == 404 or _cut(x):
+        return None
     body = x.get("body")
     if (x.get("mcp_session"), body.get("id") if isinstance(body, dict) else None) in cancelled:
         return "cancelled by the agent (notifications/cancelled)"
@@ -102,8 +104,6 @@ def _failure(x: Entry, ev: Evidence, cancelled: set[tuple[Any, Any]]) -> str | N
     took = (Evidence.end_ns(x) - _ns(x)) / 1e9 / ev.time_scale
     if isinstance(limit, int | float) and took > limit + ev.slack:
         return f"answered after {took:.2f} s, past the {limit:g} s tool time limit"
-    if resp.get("status") == 404 or _cut(x):
-        return None
     m = _answer(x) or {}
     result = m.get("result")
     if "error" in m or (isinstance(result, dict) and result.get("isError")):
