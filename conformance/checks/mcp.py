@@ -165,6 +165,13 @@ def check_mcp_01(ev: Evidence) -> Finding:
         "sent back to the model, carrying the server's message, and the turn goes on"
     )
     cancelled = _cancelled(ev)
+    # An answer past the limit used as if it had come in time: the limit was not kept.
+    for call, exs in _mcp_calls(ev):
+        why = _failure(exs[-1], ev, cancelled) or ""
+        done = [x for x in call.executions if x.get("transport") == "mcp"]
+        out = host_output(done[-1])[0] if done else None
+        if why.startswith("answered after") and out and call.result and out in call.result:
+            return failed(expected, f"call {call.id!r} ({why}): its output reached the model")
     return _went_on(
         ev,
         expected,

@@ -285,3 +285,11 @@ def test_mcp_01_judges_an_answer_past_the_tool_time_limit_as_failed(wire: Any) -
         ).outcome
         == "not_applicable"
     )
+    # The late answer's output handed to the model as if in time: the limit was not kept.
+    used = wire([], _answered_then_cancelled(False, "wrote"))
+    journal = copy.deepcopy(used.raw_journal)
+    entries = journal["entries"]
+    call = next(e for e in entries if (e.get("body") or {}).get("method") == "tools/call")
+    call["response"]["t_end_ns"] = call["t_arrival_ns"] + int(10 * used.time_scale * 1e9)
+    found = run_check("MCP-01", Evidence(scenario=scenario, raw_journal=journal, events=DONE))
+    assert found.outcome == "fail" and "its output reached the model" in found.observed
