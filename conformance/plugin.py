@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 import yaml
 
+from conformance.ahead import Ahead
 from conformance.options import add_pytest_options, plugin_words, settings_from_pytest
 
 if TYPE_CHECKING:  # the session module imports the runner: loaded only when a run starts
@@ -84,8 +85,16 @@ class _State:
         ):  # its timing measurement is labelled with it (conformance.judging.timing)
             session.process = str(_workerinput(config).get("workerid", "worker"))
         self.test_session: pytest.Session | None = None
+        self.ahead: Ahead[ScenarioRun] = Ahead()  # scenarios started before their turn
 
     # Hooks of this run (registered as a plugin by pytest_configure).
+
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        # For an agent that overlaps its runs, the next scenario starts while this one runs
+        # (conformance.ahead). pytest-xdist has taken ``nextitem`` out of the worker's queue, so
+        # no other worker can steal it: it is this process's next run.
+        if isinstance(nextitem, ScenarioItem) and self.run.agent(nextitem.agent).adapter.overlap:
+            self.ahead.start(nextitem.nodeid, nextitem.run_now)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.test_session = session
@@ -179,6 +188,7 @@ def run_in_pytest(session: RunSession, scenarios: list[Scenario]) -> bool:
 
     from conformance.session import RunInputError
     from conformance.share import ENV as SHARE_ENV
+    from conformance.share import Share
 
     settings = session.settings
     # With --update-expectations the run is not gated: the items judge against none.
@@ -202,11 +212,13 @@ def run_in_pytest(session: RunSession, scenarios: list[Scenario]) -> bool:
         if settings.processes > 1:
             words += ["-p", "xdist.plugin", "-n", str(settings.processes), "--dist", "worksteal"]
         # Inherited by the xdist workers: no plugin autoloading; one calibration per run, and
-        # the machine held alone for a confirming run (conformance.share), when there are several.
+        # the machine held alone for a confirming run (conformance.share), when there are several
+        # processes or two runs in flight in one (conformance.ahead).
         inherited = {_NO_AUTOLOAD: "1"}
-        if settings.processes > 1:
+        if settings.processes > 1 or session.overlaps():
             share = Path(tmp) / "share"
             share.mkdir()
+            session.use_share(Share.create(share, settings.processes))
             inherited[SHARE_ENV] = str(share)
         saved = {k: os.environ.get(k) for k in inherited}
         os.environ.update(inherited)
@@ -282,10 +294,15 @@ class ScenarioItem(pytest.Item):
         self.order = 0  # its place in collection order (the results' order), set on collection
         self.payload: ScenarioRun | None = None
 
-    def runtest(self) -> None:
+    def run_now(self) -> ScenarioRun:
+        """Run this item's scenario through the session (on this thread)."""
         run = _state(self.config).run
-        index = self.order
-        self.payload = run.run_scenario(self.agent, self.scenario, index=index, repeat=self.repeat)
+        return run.run_scenario(self.agent, self.scenario, index=self.order, repeat=self.repeat)
+
+    def runtest(self) -> None:
+        state = _state(self.config)
+        run = state.run
+        self.payload = state.ahead.result(self.nodeid, self.run_now)
         for cid, v in self.payload["verdicts"].items():
             self.user_properties.append((cid, v["verdict"]))
         lines = [

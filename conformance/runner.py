@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import shlex
 import threading
 import time
@@ -42,6 +43,7 @@ from conformance.adapters.interface import (
     redact_obj,
     run_time_scale,
 )
+from conformance.ahead import Ahead
 from conformance.catalogue import CATALOGUE, by_id
 from conformance.checks.waits import retry_waits
 from conformance.judging.deadlines import DEADLINE_GRACE_S, DEFAULT_DEADLINE_S, deadline_s
@@ -415,24 +417,35 @@ def run_suite(
     tool_transport: str = "http",
     reaction: Reaction = NO_REACTION,
     repeat: int = 1,
+    config: RunConfig | None = None,
 ) -> AgentResults:
     """Run ``scenarios`` in order in ``dialect``; return the agent's results entry (contracts
     §4). A failed timing verdict is confirmed on a slower clock, and with ``verify`` rerun
     (``conformance.verify``); waits are judged net of the agent's ``reaction``. With ``repeat``
-    each scenario runs that many times, its runs joined (``conformance.repeat``)."""
+    each scenario runs that many times, its runs joined (``conformance.repeat``). ``config``, when
+    given, stands for every setting it holds (the session's, with how its runs hold the machine).
+    An agent that overlaps its runs has its next scenario started while the current one runs."""
     scenarios = list(scenarios)
-    config = RunConfig(time_scale, dialect, tool_transport, timing, verify, repeat)
+    config = config or RunConfig(time_scale, dialect, tool_transport, timing, verify, repeat)
     runs: list[Run] = []
+    ahead: Ahead[Run] = Ahead()
+
+    def run_one(scenario: Scenario) -> Run:
+        return combine(
+            [
+                run_checked(gateway, adapter, scenario, config, rerun(scenario), reaction)
+                for _ in range(max(1, config.repeat))
+            ]
+        )
+
     try:
         for i, scenario in enumerate(scenarios, 1):
             if stop is not None and stop.is_set():
                 break
-            entry, verdicts = combine(
-                [
-                    run_checked(gateway, adapter, scenario, config, rerun(scenario), reaction)
-                    for _ in range(max(1, repeat))
-                ]
-            )
+            if adapter.overlap and i < len(scenarios):
+                # The next scenario starts while this one runs (conformance.ahead).
+                ahead.start(i + 1, functools.partial(run_one, scenarios[i]))
+            entry, verdicts = ahead.result(i, functools.partial(run_one, scenario))
             runs.append((entry, verdicts))
             if progress:
                 progress(progress_line(i, len(scenarios), entry, verdicts))

@@ -24,6 +24,7 @@ import json
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -189,6 +190,8 @@ class RunSession:
         self._calibrations: dict[str, dict[str, Any]] = {}  # every process's, by process
         self._reactions: dict[str, Reaction] = {}  # each agent's in this process, by label
         self._share = Share.from_env()  # what one process of the run measures for all
+        # Starting the gateway and measuring an agent, once each in this process.
+        self._starting_lock = threading.RLock()
 
     # --- input ---------------------------------------------------------------------------------
 
@@ -252,6 +255,10 @@ class RunSession:
     def gateway(self) -> GatewayHandle:
         """This process's fake gateway, in a process of its own, started on first use (and the
         machine's timing calibrated then: ``conformance.judging.timing``) and stopped by :meth:`close`."""
+        with self._starting_lock:  # two runs in flight may both be the first (conformance.ahead)
+            return self._gateway_started()
+
+    def _gateway_started(self) -> GatewayHandle:
         if self._gateway is None:
             gateway = self._launched()
             self._starting = None
@@ -281,6 +288,10 @@ class RunSession:
         asks for one (conformance.calibration; once per run, conformance.share), else measure
         its reaction (conformance.judging.reaction), under this run's own parallelism. Returns
         its reaction."""
+        with self._starting_lock:
+            return self._ready(agent)
+
+    def _ready(self, agent: AgentUnderTest) -> Reaction:
         known = self._reactions.get(agent.label)
         if known is not None:
             return known
@@ -327,6 +338,10 @@ class RunSession:
         stop = threading.Event()
         dialect, transport = self.settings.dialect, self.settings.tool_transport
         agents = []
+        if self._share.folder is None and self.overlaps():
+            # Two runs in flight: a confirming run holds the machine against the other one.
+            folder = self._stack.enter_context(tempfile.TemporaryDirectory(prefix="conformance-"))
+            self.use_share(Share.create(Path(folder), processes=1))
         try:
             for agent in self.agents:
                 spec = agent.spec
@@ -350,6 +365,7 @@ class RunSession:
                     tool_transport=transport,
                     reaction=reaction,
                     repeat=self.repeat,
+                    config=self.config(agent),
                 )
                 result["name"] = agent.label
                 agents.append(result)
@@ -360,8 +376,20 @@ class RunSession:
         self._agent_results = agents
         return stop.is_set()
 
-    def config(self) -> RunConfig:
-        """How this process runs and judges every scenario (its timing once calibrated)."""
+    def overlaps(self) -> bool:
+        """Whether an agent of the run overlaps its runs (``conformance.ahead``)."""
+        return any(a.adapter.overlap for a in self.agents)
+
+    def use_share(self, share: Share) -> None:
+        """Share measurements and the machine through ``share`` (``conformance.share``): the
+        run's, made by the process that starts it after this session was opened."""
+        self._share = share
+
+    def config(self, agent: AgentUnderTest) -> RunConfig:
+        """How this process runs and judges ``agent``'s scenarios (its timing once calibrated).
+        A run of it shares the machine when the run has other processes or it overlaps its runs
+        (and there is a folder to hold the machine through)."""
+        held = self._share.folder is not None
         return RunConfig(
             time_scale=self.time_scale,
             dialect=self.settings.dialect,
@@ -370,7 +398,7 @@ class RunSession:
             verify=self.verify,
             repeat=self.repeat,
             hold=self._share.hold,
-            shared=self._share.folder is not None,
+            shared=held and (self._share.processes > 1 or agent.adapter.overlap),
         )
 
     def run_scenario(
@@ -387,7 +415,7 @@ class RunSession:
             gateway,
             agent.adapter,
             scenario,
-            self.config(),
+            self.config(agent),
             rerun_command(scenario, agent.spec, dialect, transport),
             reaction,
         )

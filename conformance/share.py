@@ -15,8 +15,13 @@ The same directory lets a run that must have the machine to itself have it
 run's other processes most of all. The confirming run waits for the others to finish their
 scenario and runs alone; then they go on.
 
-Without the variable (a run in one process, or the plugin under a pytest of the user's own),
-every process measures for itself and nothing waits.
+The folder is also what lets runs in one process hold the machine: an agent that overlaps its
+runs (``conformance.ahead``) has two in flight, so a run of one process with such an agent has a
+folder too. The folder says how many processes the run has (:meth:`Share.create`), so that a
+process tells whether there are others.
+
+Without the variable (a run in one process of an agent that does not overlap its runs, or the
+plugin under a pytest of the user's own), every process measures for itself and nothing waits.
 """
 
 from __future__ import annotations
@@ -52,6 +57,22 @@ class Share:
     def from_env(cls) -> Share:
         named = os.environ.get(ENV)
         return cls(Path(named) if named else None)
+
+    @classmethod
+    def create(cls, folder: Path, processes: int) -> Share:
+        """A new run's share in the empty ``folder``, for a run of ``processes`` processes."""
+        (folder / "processes").write_text(str(processes), encoding="utf-8")
+        return cls(folder)
+
+    @property
+    def processes(self) -> int:
+        """How many processes the run has (1 without a folder, or one made without a count)."""
+        if self.folder is None:
+            return 1
+        try:
+            return max(1, int((self.folder / "processes").read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return 1
 
     def once(self, key: str, measure: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bool]:
         """``measure()``'s JSON object for ``key``, measured by one process of the run; whether

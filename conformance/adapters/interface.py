@@ -138,6 +138,12 @@ class Adapter(Protocol):
         """None: the agent runs on the run's clock."""
         ...
 
+    @property
+    def overlap(self) -> bool:
+        """True: two of its runs may be in flight at once in one process of the run
+        (``conformance.ahead``): its runs share nothing and mostly wait."""
+        ...
+
     def capabilities(self) -> set[str]: ...
 
     def run(self, req: RunRequest) -> RunOutcome: ...
@@ -148,6 +154,8 @@ class AdapterBase:
     what differs for its agent."""
 
     traits: AgentTraits = DEFAULT_TRAITS
+    # One run at a time: an agent in a process of its own spends CPU the other run would take.
+    overlap: bool = False
 
     @property
     def fast_clock(self) -> FastClock | None:

@@ -31,6 +31,9 @@ _JOIN_SLACK_S = 2.0  # extra time for the loop to unwind after the in-loop deadl
 class ReferenceAdapter(AdapterBase):
     """The reference agent; pass altered `behaviours` to build deliberately broken copies."""
 
+    # Each run has its own thread and event loop, and its suite is mostly scaled waits.
+    overlap = True
+
     def __init__(self, behaviours: Behaviours | None = None, *, name: str = "reference") -> None:
         self.behaviours = behaviours if behaviours is not None else Behaviours()
         self.name = name
