@@ -27,7 +27,7 @@ import dataclasses
 import json
 import shlex
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -219,6 +219,7 @@ def run_in_pytest(session: RunSession, scenarios: list[Scenario]) -> bool:
             share = Path(tmp) / "share"
             share.mkdir()
             session.use_share(Share.create(share, settings.processes))
+            session.hand_durations()  # read once: every process orders the scenarios alike
             inherited[SHARE_ENV] = str(share)
         saved = {k: os.environ.get(k) for k in inherited}
         os.environ.update(inherited)
@@ -344,10 +345,12 @@ def pytest_collection_modifyitems(
 ) -> None:
     """Longest scenarios first, dealt over the processes of ``-n N`` (:func:`dealt`), so that
     they end together instead of one running the longest one after another; the results keep the
-    collection order. The estimate is what a correct agent needs
-    (``conformance.judging.deadlines.floor_s``: the waits the criteria allow, at the run's time
-    scale, and each attempt's own time). Deterministic, so that pytest-xdist's workers collect
-    the same order."""
+    collection order. The estimate is each scenario's time in the agent's earlier run when
+    ``conformance run`` knows them all (``conformance.durations``; then each process gets an
+    equal share of it, two at a time for agents that overlap their runs), else what a correct
+    agent may need (``conformance.judging.deadlines.floor_s``: the waits the criteria allow, at
+    the run's time scale, and each attempt's own time). Deterministic, so that pytest-xdist's
+    workers collect the same order."""
     if not _active(config):
         return
     from conformance.judging.deadlines import ATTEMPT_OVERHEAD_S, floor_s
@@ -363,10 +366,24 @@ def pytest_collection_modifyitems(
         nominal, attempts = floor_s(item.scenario)
         return nominal * scale + attempts * ATTEMPT_OVERHEAD_S
 
-    items.sort(key=expected_s, reverse=True)
+    run = _state(config).run
+    known = run.known_durations()
+
+    def took_s(item: pytest.Item) -> float | None:
+        if not isinstance(item, ScenarioItem):
+            return None
+        return known.get(item.agent, {}).get(item.scenario.id)
+
     # A worker of -n N is told N by pytest-xdist (its settings are the controller's, less -n).
-    processes = _workerinput(config).get("workercount", 1)
-    items[:] = dealt(items, max(1, int(processes)))
+    processes = max(1, int(_workerinput(config).get("workercount", 1)))
+    if items and all(took_s(item) is not None for item in items):
+        # Each scenario's time in the agent's earlier run (conformance.durations).
+        items.sort(key=lambda item: took_s(item) or 0.0, reverse=True)
+        together = 2 if all(a.adapter.overlap for a in run.agents) else 1
+        items[:] = dealt(items, processes, lambda item: took_s(item) or 0.0, together)
+    else:
+        items.sort(key=expected_s, reverse=True)
+        items[:] = dealt(items, processes)
 
 
 def _workerinput(config: pytest.Config) -> dict[str, Any]:
@@ -376,21 +393,40 @@ def _workerinput(config: pytest.Config) -> dict[str, Any]:
     return found
 
 
-def dealt(ordered: list[T], n: int) -> list[T]:
-    """``ordered`` (longest first) dealt round-robin into the contiguous parts pytest-xdist's
-    work stealing hands its ``n`` processes at the start (part i: ``len // (n - i)`` of what is
-    left), so that each process starts with one of the ``n`` longest. Sorted alone, the first
-    process would get the longest in a row and run them one after another while the others
-    stole its short tail."""
+def dealt(
+    ordered: list[T], n: int, cost: Callable[[T], float] = lambda _: 1.0, together: int = 1
+) -> list[T]:
+    """``ordered`` (longest first) dealt into the contiguous parts pytest-xdist's work stealing
+    hands its ``n`` processes at the start (part i: ``len // (n - i)`` of what is left), so
+    that each process starts with one of the longest. Sorted alone, the first process would get
+    the longest in a row and run them one after another while the others stole its short tail.
+
+    The items go in units of ``together`` consecutive ones (2 for an agent whose runs overlap:
+    a unit runs side by side, ``conformance.ahead``, and costs its longest), each unit to the
+    part with the least ``cost`` so far that has room for it (the longest processing time
+    first rule); with equal costs, round-robin."""
     sizes, left = [], len(ordered)
     for i in range(n):
         sizes.append(left // (n - i))
         left -= sizes[-1]
     parts: list[list[T]] = [[] for _ in range(n)]
-    k = 0
-    for item in ordered:
-        while len(parts[k % n]) >= sizes[k % n]:
-            k += 1
-        parts[k % n].append(item)
-        k += 1
+    loads = [0.0] * n
+    units = [ordered[i : i + together] for i in range(0, len(ordered), max(1, together))]
+    turn = 0  # ties go round-robin, from the part after the last one dealt to
+    for unit in units:
+        room = [k for k in range(n) if len(parts[k]) + len(unit) <= sizes[k]]
+        if not room:  # the last parts' room is one item each: the unit is split
+            units_left = [[item] for item in unit]
+            for single in units_left:
+                k = min(
+                    (k for k in range(n) if len(parts[k]) < sizes[k]),
+                    key=lambda k: (loads[k], (k - turn) % n),
+                )
+                parts[k] += single
+                loads[k] += cost(single[0])
+            continue
+        k = min(room, key=lambda k: (loads[k], (k - turn) % n))
+        parts[k] += unit
+        loads[k] += max(cost(item) for item in unit)
+        turn = (k + 1) % n
     return [item for part in parts for item in part]

@@ -418,12 +418,14 @@ def run_suite(
     reaction: Reaction = NO_REACTION,
     repeat: int = 1,
     config: RunConfig | None = None,
+    took: dict[str, float] | None = None,
 ) -> AgentResults:
     """Run ``scenarios`` in order in ``dialect``; return the agent's results entry (contracts
     §4). A failed timing verdict is confirmed on a slower clock, and with ``verify`` rerun
     (``conformance.verify``); waits are judged net of the agent's ``reaction``. With ``repeat``
     each scenario runs that many times, its runs joined (``conformance.repeat``). ``config``, when
-    given, stands for every setting it holds (the session's, with how its runs hold the machine).
+    given, stands for every setting it holds (the session's, with how its runs hold the machine);
+    ``took`` gets each scenario's seconds, its confirmations and reruns included.
     An agent that overlaps its runs has its next scenario started while the current one runs."""
     scenarios = list(scenarios)
     config = config or RunConfig(time_scale, dialect, tool_transport, timing, verify, repeat)
@@ -431,12 +433,16 @@ def run_suite(
     ahead: Ahead[Run] = Ahead()
 
     def run_one(scenario: Scenario) -> Run:
-        return combine(
+        began = time.monotonic()
+        run = combine(
             [
                 run_checked(gateway, adapter, scenario, config, rerun(scenario), reaction)
                 for _ in range(max(1, config.repeat))
             ]
         )
+        if took is not None:
+            took[scenario.id] = time.monotonic() - began
+        return run
 
     try:
         for i, scenario in enumerate(scenarios, 1):

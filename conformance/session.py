@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from conformance.adapters.interface import Adapter
+from conformance.durations import DurationsKey, read_durations, write_durations
 from conformance.errors import ConformanceError
 from conformance.expectations import (
     Comparison,
@@ -60,6 +61,8 @@ from conformance.runner import (
     run_suite,
 )
 from conformance.share import Share
+
+DURATIONS = "durations.json"  # in the run's share folder: the agents' earlier durations
 
 if TYPE_CHECKING:
     from fakes import GatewayHandle, Scenario
@@ -110,6 +113,7 @@ class ScenarioRun(TypedDict):
     timing: dict[
         str, Any
     ]  # the timing allowances it was judged with (conformance.judging.timing.Timing)
+    took_s: float  # the item's run, its confirmations and reruns included (conformance.durations)
 
 
 @dataclass(frozen=True)
@@ -190,6 +194,7 @@ class RunSession:
         self._calibrations: dict[str, dict[str, Any]] = {}  # every process's, by process
         self._reactions: dict[str, Reaction] = {}  # each agent's in this process, by label
         self._share = Share.from_env()  # what one process of the run measures for all
+        self._took: dict[str, dict[str, float]] = {}  # label: {scenario id: seconds it took}
         # Starting the gateway and measuring an agent, once each in this process.
         self._starting_lock = threading.RLock()
 
@@ -366,6 +371,7 @@ class RunSession:
                     reaction=reaction,
                     repeat=self.repeat,
                     config=self.config(agent),
+                    took=self._took.setdefault(agent.label, {}),
                 )
                 result["name"] = agent.label
                 agents.append(result)
@@ -375,6 +381,23 @@ class RunSession:
             self.close()
         self._agent_results = agents
         return stop.is_set()
+
+    def durations_key(self, label: str) -> DurationsKey:
+        """Whose earlier durations order this run's scenarios of ``label`` (conformance.durations)."""
+        s = self.settings
+        return (label, s.dialect, s.tool_transport, self.time_scale)
+
+    def known_durations(self) -> dict[str, dict[str, float]]:
+        """{agent label: {scenario id: seconds}} that ``conformance run`` handed this run's
+        processes (conformance.durations); empty when it handed none."""
+        found = self._share.read_json(DURATIONS)
+        return found if isinstance(found, dict) else {}
+
+    def hand_durations(self) -> None:
+        """Read each agent's earlier durations once and hand them to the run's processes."""
+        self._share.write_json(
+            DURATIONS, {a.label: read_durations(self.durations_key(a.label)) for a in self.agents}
+        )
 
     def overlaps(self) -> bool:
         """Whether an agent of the run overlaps its runs (``conformance.ahead``)."""
@@ -410,7 +433,7 @@ class RunSession:
         dialect, transport = self.settings.dialect, self.settings.tool_transport
         reaction = self.ready(agent)
         gateway = self.gateway()
-
+        began = time.monotonic()
         entry, verdicts = run_checked(
             gateway,
             agent.adapter,
@@ -428,6 +451,7 @@ class RunSession:
             "entry": entry,
             "verdicts": verdicts,
             "timing": self.timing.as_dict(),
+            "took_s": time.monotonic() - began,
         }
 
     def regressions(self, run: ScenarioRun) -> list[tuple[str, ScenarioVerdict, str]]:
@@ -446,6 +470,7 @@ class RunSession:
     def record(self, run: ScenarioRun, *, total: int = 0) -> None:
         """Keep one scenario run for the results (``total``: how many are to run)."""
         self._runs.append(run)
+        self._took.setdefault(run["agent"], {})[run["entry"]["id"]] = run.get("took_s", 0.0)
         timing = run.get("timing")
         if timing and timing.get("harness") is not None:
             self._calibrations.setdefault(str(timing.get("process")), timing)
@@ -506,6 +531,8 @@ class RunSession:
         if self.selection is not None:
             doc["run"]["shard"] = dict(self.selection)  # reports.merge joins the parts
         self.document = doc
+        for label, took in self._took.items():
+            write_durations(self.durations_key(label), took)  # the next run's order
         path = self.settings.results
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,21 @@ class Share:
         except (OSError, ValueError):
             return 1
 
+    def write_json(self, name: str, value: Any) -> None:
+        """Put ``value`` in the folder as ``name``, for the run's processes (nothing without a
+        folder)."""
+        if self.folder is not None:
+            (self.folder / name).write_text(json.dumps(value), encoding="utf-8")
+
+    def read_json(self, name: str) -> Any:
+        """What :meth:`write_json` put as ``name`` (None when nothing was)."""
+        if self.folder is None:
+            return None
+        try:
+            return json.loads((self.folder / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
     def once(self, key: str, measure: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bool]:
         """``measure()``'s JSON object for ``key``, measured by one process of the run; whether
         this process measured it (False: another one did, and this one read it)."""
