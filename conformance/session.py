@@ -394,9 +394,15 @@ class RunSession:
         return found if isinstance(found, dict) else {}
 
     def hand_durations(self) -> None:
-        """Read each agent's earlier durations once and hand them to the run's processes."""
+        """Read each agent's earlier durations once (else what its adapter knows it takes) and
+        hand them to the run's processes."""
         self._share.write_json(
-            DURATIONS, {a.label: read_durations(self.durations_key(a.label)) for a in self.agents}
+            DURATIONS,
+            {
+                a.label: read_durations(self.durations_key(a.label))
+                or a.adapter.typical_durations()
+                for a in self.agents
+            },
         )
 
     def overlaps(self) -> bool:

@@ -148,6 +148,11 @@ class Adapter(Protocol):
 
     def run(self, req: RunRequest) -> RunOutcome: ...
 
+    def typical_durations(self) -> dict[str, float]:
+        """{scenario id: seconds} its runs of the bundled scenarios took when measured: the order
+        of a first run (``conformance.durations``); empty when unknown."""
+        ...
+
 
 class AdapterBase:
     """The defaults of :class:`Adapter`'s traits: an adapter class inherits them and overrides
@@ -160,6 +165,9 @@ class AdapterBase:
     @property
     def fast_clock(self) -> FastClock | None:
         return None
+
+    def typical_durations(self) -> dict[str, float]:
+        return {}
 
 
 # A failed timing verdict is confirmed on a clock this many times slower (up to real time): a

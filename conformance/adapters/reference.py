@@ -14,17 +14,20 @@ reported as the command front end would be seen: exit 89 ("unsupported") after `
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 import traceback
 from collections.abc import Callable
+from importlib import resources
 from typing import Any
 
 from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest
 from conformance.reference import HELLO, Behaviours, run_protocol
 
-__all__ = ["ReferenceAdapter"]
+__all__ = ["DURATIONS_FILE", "ReferenceAdapter"]
 
+DURATIONS_FILE = "reference_durations.json"  # beside this module
 _JOIN_SLACK_S = 2.0  # extra time for the loop to unwind after the in-loop deadline fired
 
 
@@ -40,6 +43,12 @@ class ReferenceAdapter(AdapterBase):
 
     def capabilities(self) -> set[str]:
         return {str(c) for c in HELLO.get("capabilities", [])}
+
+    def typical_durations(self) -> dict[str, float]:
+        # Measured by scripts/reference_durations.py; a stale table only orders a run less well.
+        text = resources.files(__package__).joinpath(DURATIONS_FILE).read_text(encoding="utf-8")
+        found: dict[str, float] = json.loads(text)["seconds"]
+        return found
 
     def run(self, req: RunRequest) -> RunOutcome:
         events: list[dict[str, Any]] = []
