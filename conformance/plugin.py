@@ -93,7 +93,10 @@ class _State:
         # For an agent that overlaps its runs, the next scenario starts while this one runs
         # (conformance.ahead). pytest-xdist has taken ``nextitem`` out of the worker's queue, so
         # no other worker can steal it: it is this process's next run.
-        if isinstance(nextitem, ScenarioItem) and self.run.agent(nextitem.agent).adapter.overlap:
+        if (
+            isinstance(nextitem, ScenarioItem)
+            and self.run.config(self.run.agent(nextitem.agent)).ahead
+        ):
             self.ahead.start(nextitem.nodeid, nextitem.run_now)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -416,14 +419,13 @@ def dealt(
     for unit in units:
         room = [k for k in range(n) if len(parts[k]) + len(unit) <= sizes[k]]
         if not room:  # the last parts' room is one item each: the unit is split
-            units_left = [[item] for item in unit]
-            for single in units_left:
+            for item in unit:
                 k = min(
                     (k for k in range(n) if len(parts[k]) < sizes[k]),
                     key=lambda k: (loads[k], (k - turn) % n),
                 )
-                parts[k] += single
-                loads[k] += cost(single[0])
+                parts[k].append(item)
+                loads[k] += cost(item)
             continue
         k = min(room, key=lambda k: (loads[k], (k - turn) % n))
         parts[k] += unit

@@ -280,8 +280,12 @@ class RunConfig:
     # run's other processes, or alone for a confirming run, yielding whether it has what it
     # asked for; by default it holds nothing.
     hold: Callable[[bool], AbstractContextManager[bool]] = _hold_nothing
-    # Whether the run has other processes whose load a run alone rules out (-n N, N > 1).
+    # Whether the run has other processes whose load a run alone rules out (-n N, N > 1), or
+    # another run in flight in this one (``ahead``).
     shared: bool = False
+    # Whether an agent that overlaps its runs has its next scenario started while one runs
+    # (conformance.ahead): only where ``hold`` can keep that run out of a confirmation's way.
+    ahead: bool = False
 
 
 def run_checked(
@@ -426,7 +430,8 @@ def run_suite(
     each scenario runs that many times, its runs joined (``conformance.repeat``). ``config``, when
     given, stands for every setting it holds (the session's, with how its runs hold the machine);
     ``took`` gets each scenario's seconds, its confirmations and reruns included.
-    An agent that overlaps its runs has its next scenario started while the current one runs."""
+    With ``config.ahead``, an agent that overlaps its runs has its next scenario started while
+    the current one runs."""
     scenarios = list(scenarios)
     config = config or RunConfig(time_scale, dialect, tool_transport, timing, verify, repeat)
     runs: list[Run] = []
@@ -448,7 +453,7 @@ def run_suite(
         for i, scenario in enumerate(scenarios, 1):
             if stop is not None and stop.is_set():
                 break
-            if adapter.overlap and i < len(scenarios):
+            if config.ahead and adapter.overlap and i < len(scenarios):
                 # The next scenario starts while this one runs (conformance.ahead).
                 ahead.start(i + 1, functools.partial(run_one, scenarios[i]))
             entry, verdicts = ahead.result(i, functools.partial(run_one, scenario))

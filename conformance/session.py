@@ -416,8 +416,8 @@ class RunSession:
 
     def config(self, agent: AgentUnderTest) -> RunConfig:
         """How this process runs and judges ``agent``'s scenarios (its timing once calibrated).
-        A run of it shares the machine when the run has other processes or it overlaps its runs
-        (and there is a folder to hold the machine through)."""
+        A run of it shares the machine when the run has other processes or it overlaps its runs,
+        and it overlaps them, only when there is a folder to hold the machine through."""
         held = self._share.folder is not None
         return RunConfig(
             time_scale=self.time_scale,
@@ -428,6 +428,7 @@ class RunSession:
             repeat=self.repeat,
             hold=self._share.hold,
             shared=held and (self._share.processes > 1 or agent.adapter.overlap),
+            ahead=held and agent.adapter.overlap,
         )
 
     def run_scenario(

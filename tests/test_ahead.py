@@ -10,7 +10,8 @@ import pytest
 
 from conformance.adapters.interface import AdapterBase, RunOutcome, RunRequest
 from conformance.ahead import Ahead
-from conformance.runner import run_suite
+from conformance.runner import RunConfig, run_suite
+from conformance.share import Share
 from fakes import Gateway, load_scenario
 
 CRITERIA = Path(__file__).resolve().parents[1] / "scenarios" / "criteria"
@@ -92,15 +93,24 @@ class _Meeting(AdapterBase):
         )
 
 
-@pytest.mark.parametrize(("overlap", "met"), [(True, [True, True]), (False, [False, False])])
+@pytest.mark.parametrize(
+    ("overlap", "ahead", "met"),
+    [
+        (True, True, [True, True]),
+        (False, True, [False, False]),  # an agent in a process of its own: one at a time
+        # Where a confirming run could not hold the machine against a run ahead, none starts.
+        (True, False, [False, False]),
+    ],
+)
 def test_an_agent_that_overlaps_its_runs_has_two_in_flight_and_keeps_their_order(
-    overlap: bool, met: list[bool]
+    overlap: bool, ahead: bool, met: list[bool], tmp_path: Path
 ) -> None:
     files = ["err/err-01-401-auth.yaml", "err/err-01-429-exhausted.yaml"]
     scenarios = [load_scenario(CRITERIA / f) for f in files]
-    agent = _Meeting(overlap, wait_s=10.0 if overlap else 0.2)
+    agent = _Meeting(overlap, wait_s=10.0 if overlap and ahead else 0.2)
+    config = RunConfig(ahead=ahead, shared=True, hold=Share(tmp_path).hold)
     with Gateway.running() as gw:
-        results = run_suite(gw, agent, scenarios)
+        results = run_suite(gw, agent, scenarios, config=config)
     assert agent.met == met
     assert [s["id"] for s in results["scenarios"]] == [s.id for s in scenarios]
     assert [s["status"] for s in results["scenarios"]] == ["ran", "ran"]
