@@ -72,7 +72,7 @@ from conformance.run.gate import (
 from conformance.run.judge import Allowances, Ruling, evidence_of, judge
 from conformance.run.record import recorded
 from conformance.verdicts import aggregate
-from conformance.verify import Attempt, judged
+from conformance.verify import Attempt, judged, needs_more
 from fakes import GatewayHandle, Scenario
 from fakes.dialects import NAMES
 
@@ -92,6 +92,7 @@ __all__ = [
     "rerun_command",
     "results_document",
     "run_checked",
+    "run_first",
     "run_scenario",
     "run_suite",
     "scenario_verdicts",
@@ -295,39 +296,68 @@ def run_checked(
     config: RunConfig,
     rerun: str = "",
     reaction: Reaction = NO_REACTION,
+    first: Run | None = None,
 ) -> Run:
     """``run_scenario`` with a failed timing verdict confirmed with the machine to itself (on
     the same clock first when the run's own load may explain it, else on a slower one) and,
-    with ``config.verify``, rerun until it reproduces (``conformance.verify``)."""
+    with ``config.verify``, rerun until it reproduces (``conformance.verify``). ``first``: the
+    scenario's first run, made earlier by :func:`run_first`."""
+    once = _attempts(gateway, adapter, scenario, config, rerun, reaction)
+    # Alone on the same clock is worth a run only beside other processes, and only when a
+    # slower clock is left to confirm on should that run fail too.
+    slower = scenario_scale(adapter, scenario, config.time_scale, True, reaction)
+    own = scenario_scale(adapter, scenario, config.time_scale, False, reaction)
+    try_alone = config.shared and slower != own
+    return judged(once, config.verify, try_alone=try_alone, first=first)
+
+
+def run_first(
+    gateway: GatewayHandle,
+    adapter: Adapter,
+    scenario: Scenario,
+    config: RunConfig,
+    rerun: str = "",
+    reaction: Reaction = NO_REACTION,
+) -> tuple[Run, bool]:
+    """The scenario's first run, and whether :func:`run_checked` is to finish it (a failed
+    timing verdict to confirm, ``--verify`` reruns): a run of several processes does that once
+    they are all done, with nothing else in flight (``conformance.session``)."""
+    first = _attempts(gateway, adapter, scenario, config, rerun, reaction)("first")
+    return first, needs_more(first, config.verify)
+
+
+def _attempts(
+    gateway: GatewayHandle,
+    adapter: Adapter,
+    scenario: Scenario,
+    config: RunConfig,
+    rerun: str,
+    reaction: Reaction,
+) -> Callable[[Attempt], Run]:
+    """How each attempt at ``scenario`` runs (``conformance.verify.Attempt``): holding the
+    machine with the run's other runs for the first, alone for the others."""
 
     def once(attempt: Attempt) -> Run:
         alone = attempt != "first"
         with config.hold(alone) as had:
-            run = _once(attempt == "slower")
+            run = run_scenario(
+                gateway,
+                adapter,
+                scenario,
+                time_scale=config.time_scale,
+                rerun=rerun,
+                dialect=config.dialect,
+                timing=config.timing,
+                tool_transport=config.tool_transport,
+                confirm=attempt == "slower",
+                reaction=reaction,
+            )
         if not had:
             # The machine was not free within the hold's wait: the confirmation says so.
             run[0]["alone"] = False
         return run
 
-    def _once(confirm: bool) -> Run:
-        return run_scenario(
-            gateway,
-            adapter,
-            scenario,
-            time_scale=config.time_scale,
-            rerun=rerun,
-            dialect=config.dialect,
-            timing=config.timing,
-            tool_transport=config.tool_transport,
-            confirm=confirm,
-            reaction=reaction,
-        )
-
-    # Alone on the same clock is worth a run only beside other processes, and only when a
-    # slower clock is left to confirm on should that run fail too.
-    slower = scenario_scale(adapter, scenario, config.time_scale, True, reaction)
-    own = scenario_scale(adapter, scenario, config.time_scale, False, reaction)
-    return judged(once, config.verify, try_alone=config.shared and slower != own)
+    return once
 
 
 def progress_line(

@@ -58,6 +58,7 @@ from conformance.runner import (
     rerun_command,
     results_document,
     run_checked,
+    run_first,
     run_suite,
 )
 from conformance.share import Share
@@ -114,6 +115,9 @@ class ScenarioRun(TypedDict):
         str, Any
     ]  # the timing allowances it was judged with (conformance.judging.timing.Timing)
     took_s: float  # the item's run, its confirmations and reruns included (conformance.durations)
+    # Its first run only: a timing verdict to confirm once the run's other runs are done
+    # (RunSession.confirm_deferred); its verdicts are not the run's yet.
+    deferred: bool
 
 
 @dataclass(frozen=True)
@@ -441,14 +445,17 @@ class RunSession:
         reaction = self.ready(agent)
         gateway = self.gateway()
         began = time.monotonic()
-        entry, verdicts = run_checked(
-            gateway,
-            agent.adapter,
-            scenario,
-            self.config(agent),
-            rerun_command(scenario, agent.spec, dialect, transport),
-            reaction,
-        )
+        rerun = rerun_command(scenario, agent.spec, dialect, transport)
+        config = self.config(agent)
+        deferred = False
+        if self._share.processes > 1:
+            # The run's other processes would each finish their scenario before a confirming
+            # run could have the machine: it waits until they are all done instead.
+            (entry, verdicts), deferred = run_first(
+                gateway, agent.adapter, scenario, config, rerun, reaction
+            )
+        else:
+            entry, verdicts = run_checked(gateway, agent.adapter, scenario, config, rerun, reaction)
         return {
             "agent": label,
             "adapter": agent.adapter.name,
@@ -459,7 +466,52 @@ class RunSession:
             "verdicts": verdicts,
             "timing": self.timing.as_dict(),
             "took_s": time.monotonic() - began,
+            "deferred": deferred,
         }
+
+    def drop_deferred(self) -> None:
+        """Drop the recorded runs whose verdicts were left to confirm (an interrupted run)."""
+        self._runs = [r for r in self._runs if not r.get("deferred")]
+
+    def confirm_deferred(self, scenarios: list[Scenario]) -> None:
+        """Finish the recorded runs whose timing verdicts wait for a confirmation (or for the
+        reruns of ``--verify``), now that the run's other processes are done: in this process,
+        one after another, with nothing else of the run in flight (``conformance.verify``).
+        Ctrl-C drops the runs not finished yet, like a scenario in flight."""
+        todo = [i for i, r in enumerate(self._runs) if r.get("deferred")]
+        if not todo:
+            return
+        by_id = {s.id: s for s in scenarios}
+        try:
+            for k, i in enumerate(todo, 1):
+                run = self._runs[i]
+                agent = self.agent(run["agent"])
+                reaction = self.ready(agent)
+                began = time.monotonic()
+                entry, verdicts = run_checked(
+                    self.gateway(),
+                    agent.adapter,
+                    by_id[run["entry"]["id"]],
+                    self.config(agent),
+                    run["entry"]["rerun"],
+                    reaction,
+                    first=(run["entry"], run["verdicts"]),
+                )
+                took = run["took_s"] + time.monotonic() - began
+                self._runs[i] = {
+                    **run,
+                    "entry": entry,
+                    "verdicts": verdicts,
+                    "took_s": took,
+                    "deferred": False,
+                }
+                self._took.setdefault(run["agent"], {})[entry["id"]] = took
+                if self.settings.progress:
+                    line = progress_line(k, len(todo), entry, verdicts)
+                    _say(line.replace("[", "[confirmed ", 1))
+        finally:
+            self.drop_deferred()
+            self.close()
 
     def regressions(self, run: ScenarioRun) -> list[tuple[str, ScenarioVerdict, str]]:
         """The verdicts of one scenario run that the expectations do not allow, as (criterion,
@@ -484,6 +536,8 @@ class RunSession:
         if self.settings.progress:
             done = len(self._runs)
             line = progress_line(done, max(total, done), run["entry"], run["verdicts"])
+            if run.get("deferred"):
+                line += " (timing to confirm once the other scenarios are done)"
             if len(self.agents) > 1:
                 line += f" [{run['agent']}]"
             _say(line)

@@ -50,7 +50,16 @@ from conformance.judging.timing import BEYOND_LOAD_S
 from conformance.results import Run, ScenarioEntry, ScenarioVerdict
 from conformance.verdicts import SEVERITY
 
-__all__ = ["FAILING", "LOAD_LATE_S", "Attempt", "confirmed", "judged", "settle", "verified"]
+__all__ = [
+    "FAILING",
+    "LOAD_LATE_S",
+    "Attempt",
+    "confirmed",
+    "judged",
+    "needs_more",
+    "settle",
+    "verified",
+]
 
 # Verdicts worse than PASS: each stands only when it reproduces.
 FAILING = frozenset({"FAIL", "NON-STRICT", "ERROR", "TIMEOUT"})
@@ -94,7 +103,19 @@ def _scale(entry: ScenarioEntry) -> float:
     return float((entry.get("journal") or {}).get("time_scale") or 1.0)
 
 
-def judged(once: Callable[[Attempt], Run], verify: int, *, try_alone: bool = False) -> Run:
+def needs_more(first: Run, verify: int) -> bool:
+    """Whether :func:`judged` runs the scenario again after its ``first`` run: a failed timing
+    verdict to confirm, or to rerun with ``verify``."""
+    return bool(_to_confirm(first[1])) or (verify > 0 and bool(_doubtful(first[1])))
+
+
+def judged(
+    once: Callable[[Attempt], Run],
+    verify: int,
+    *,
+    try_alone: bool = False,
+    first: Run | None = None,
+) -> Run:
     """The outcome of a scenario run by ``once(attempt)``: a failed timing verdict is confirmed
     by a run with the machine to itself, whose verdicts stand: first on the same clock when
     ``try_alone`` (the run has other processes, and a slower clock to confirm on) and every
@@ -102,8 +123,9 @@ def judged(once: Callable[[Attempt], Run], verify: int, *, try_alone: bool = Fal
     on the slower clock (the slowest calibrated for an agent on a fast one, else a time scale
     ``CONFIRM_SLOWER`` times slower, or the same clock again in real time); a failure no load
     explains (``beyond_load``) is not confirmed; then ``--verify`` settles as usual (module
-    docstring)."""
-    first = once("first")
+    docstring). ``first``: the first run, made earlier (a run of several processes confirms
+    once all of them are done: ``conformance.session``)."""
+    first = once("first") if first is None else first
     doubtful = _to_confirm(first[1])
     if not doubtful:
         return verified(first, lambda: once("first"), verify)

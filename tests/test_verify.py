@@ -320,3 +320,23 @@ def test_a_wait_late_by_half_a_second_real_may_still_be_the_run_s_load():
     once.fast[0]["waits"][0]["rule"] = "RTY-03"
     judged(once, 0, try_alone=True)
     assert once.attempts == ["first", "alone"]
+
+
+def test_a_first_run_made_earlier_is_finished_as_if_made_then():
+    from conformance.verify import needs_more
+
+    first = _late("fast", 0.05, RTY_05="FAIL")
+    alone = _warped(_run("alone", RTY_05="PASS"), 20)
+    assert needs_more(first, 0)  # a failed timing verdict: to confirm
+    assert not needs_more(_run("1", RTY_05="PASS", RTY_07="FAIL"), 3)
+    assert needs_more(_run("1", STR_10="FAIL"), 0)
+    # Beyond load: not confirmed, but --verify reruns it.
+    beyond = _run("1", STR_10="FAIL")
+    beyond[1]["STR-10"]["beyond_load"] = True
+    assert not needs_more(beyond, 0) and needs_more(beyond, 1)
+    # The first run handed in: only the runs after it are made, and the outcome is the same.
+    later = Clocked(None, alone)  # it has no first run to give
+    assert judged(later, 0, try_alone=True, first=first) == judged(
+        Clocked(first, alone), 0, try_alone=True
+    )
+    assert later.attempts == ["alone"]
