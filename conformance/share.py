@@ -12,8 +12,10 @@ releases it, and the next one measures instead.
 The same directory lets a run that must have the machine to itself have it
 (:meth:`Share.hold`): a failed timing verdict is confirmed on a slower clock
 (``conformance.verify``), and a loaded machine is what makes an agent's waits late, its own
-run's other processes most of all. The confirming run waits for the others to finish their
-scenario and runs alone; then they go on.
+run's other runs most of all. A confirming run made at once waits for the others to finish
+their scenario and runs alone; then they go on. (``conformance run -n N`` makes its
+confirmations once every process is done, ``conformance.session``: the hold is then what keeps
+two runs in flight in one process, ``conformance.ahead``, out of a confirmation's way.)
 
 The folder is also what lets runs in one process hold the machine: an agent that overlaps its
 runs (``conformance.ahead``) has two in flight, so a run of one process with such an agent has a

@@ -34,6 +34,11 @@ agent alone. If every timing verdict passes there, that run settles them; otherw
 clock does, as above, and the alone run is kept in ``alone_run``. Either way a failure stands
 only when a run with the machine to itself gives it again.
 
+With ``conformance run -n N`` the runs after the first are made once every process of the run
+is done (``conformance.session.RunSession.confirm_deferred``): :func:`judged` is given the
+first run, made earlier in a worker, and goes on from it; :func:`needs_more` says whether it
+will.
+
 A failure the check marks ``beyond_load`` is not confirmed: the wire shows the agent did not act
 within a margin wider than load makes anything late (a silence waited out past STR-10's idle
 limit by more than :data:`conformance.judging.timing.BEYOND_LOAD_S` real), so a second run could
