@@ -5,12 +5,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conformance.adapters.interface import AdapterBase
 from conformance.adapters.reference import ReferenceAdapter
 from conformance.durations import cache_folder, read_durations, write_durations
+from conformance.options import RunSettings
 from conformance.plugin import dealt
+from conformance.session import AgentUnderTest, RunSession
+from conformance.share import Share
 from scenarios import SCENARIO_DIR
 
 KEY = ("reference", "openai_chat", "http", 0.02)
+
+
+class _OneAtATime(AdapterBase):
+    """An agent with no table of its own that runs one scenario at a time (the default)."""
+
+    name = "one"
 
 
 def test_a_runs_durations_are_read_back_and_merged_with_the_earlier_ones() -> None:
@@ -72,18 +82,10 @@ def test_known_durations_deal_equal_shares_two_at_a_time_for_an_agent_that_overl
 def test_a_run_hands_its_processes_the_earlier_durations_else_the_adapters_own(
     tmp_path: Path,
 ) -> None:
-    from conformance.adapters.interface import AdapterBase
-    from conformance.options import RunSettings
-    from conformance.session import AgentUnderTest, RunSession
-    from conformance.share import Share
-
-    class _Unknown(AdapterBase):
-        name = "unknown"
-
     session = RunSession(RunSettings(), command="x")
     session.agents += [
         AgentUnderTest("reference", "reference", ReferenceAdapter()),
-        AgentUnderTest("unknown", "cmd:x", _Unknown()),
+        AgentUnderTest("unknown", "cmd:x", _OneAtATime()),
     ]
     write_durations(session.durations_key("unknown"), {"a": 1.0})
     session.use_share(Share.create(tmp_path, processes=2))
@@ -100,14 +102,6 @@ def test_a_run_hands_its_processes_the_earlier_durations_else_the_adapters_own(
 def test_an_agent_that_overlaps_its_runs_holds_the_machine_even_in_one_process(
     tmp_path: Path,
 ) -> None:
-    from conformance.adapters.interface import AdapterBase
-    from conformance.options import RunSettings
-    from conformance.session import AgentUnderTest, RunSession
-    from conformance.share import Share
-
-    class _OneAtATime(AdapterBase):
-        name = "one"
-
     session = RunSession(RunSettings(), command="x")
     overlapping = AgentUnderTest("reference", "reference", ReferenceAdapter())
     alone = AgentUnderTest("one", "cmd:x", _OneAtATime())
