@@ -398,13 +398,17 @@ class RunSession:
         return found if isinstance(found, dict) else {}
 
     def hand_durations(self) -> None:
-        """Read each agent's earlier durations once (else what its adapter knows it takes) and
+        """Read each agent's earlier durations once (over what its adapter knows it takes) and
         hand them to the run's processes."""
         self._share.write_json(
             DURATIONS,
             {
-                a.label: read_durations(self.durations_key(a.label))
-                or a.adapter.typical_durations()
+                # The run's own times over what the adapter knows: a run of a few scenarios
+                # (-k) leaves the others ordered as before.
+                a.label: {
+                    **a.adapter.typical_durations(),
+                    **read_durations(self.durations_key(a.label)),
+                }
                 for a in self.agents
             },
         )

@@ -97,6 +97,12 @@ def test_a_run_hands_its_processes_the_earlier_durations_else_the_adapters_own(
     known = worker.known_durations()
     assert known["unknown"] == {"a": 1.0}
     assert known["reference"] == ReferenceAdapter().typical_durations()
+    # A run of a few scenarios (-k) leaves the others their time in the adapter's table.
+    write_durations(session.durations_key("reference"), {"rty-03-backoff-429": 9.0})
+    session.hand_durations()
+    table = worker.known_durations()["reference"]
+    assert table["rty-03-backoff-429"] == 9.0
+    assert set(table) == set(ReferenceAdapter().typical_durations())
 
 
 def test_an_agent_that_overlaps_its_runs_holds_the_machine_even_in_one_process(
