@@ -68,8 +68,3 @@ class Ahead(Generic[T]):
         with self._lock:
             started = self._started.pop(key, None)
         return fn() if started is None else started.result()
-
-    def pending(self) -> int:
-        """How many runs were started and not taken."""
-        with self._lock:
-            return len(self._started)

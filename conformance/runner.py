@@ -72,7 +72,7 @@ from conformance.run.gate import (
 from conformance.run.judge import Allowances, Ruling, evidence_of, judge
 from conformance.run.record import recorded
 from conformance.verdicts import aggregate
-from conformance.verify import Attempt, judged, needs_more
+from conformance.verify import Attempt, judged
 from fakes import GatewayHandle, Scenario
 from fakes.dialects import NAMES
 
@@ -86,13 +86,13 @@ __all__ = [
     "DEFAULT_TIME_SCALE",
     "RunConfig",
     "agent_results",
+    "attempts",
     "deadline_s",
     "dialect_capability",
     "progress_line",
     "rerun_command",
     "results_document",
     "run_checked",
-    "run_first",
     "run_scenario",
     "run_suite",
     "scenario_verdicts",
@@ -301,8 +301,8 @@ def run_checked(
     """``run_scenario`` with a failed timing verdict confirmed with the machine to itself (on
     the same clock first when the run's own load may explain it, else on a slower one) and,
     with ``config.verify``, rerun until it reproduces (``conformance.verify``). ``first``: the
-    scenario's first run, made earlier by :func:`run_first`."""
-    once = _attempts(gateway, adapter, scenario, config, rerun, reaction)
+    scenario's first run, made earlier (by :func:`attempts`)."""
+    once = attempts(gateway, adapter, scenario, config, rerun, reaction)
     # Alone on the same clock is worth a run only beside other processes, and only when a
     # slower clock is left to confirm on should that run fail too.
     slower = scenario_scale(adapter, scenario, config.time_scale, True, reaction)
@@ -311,22 +311,7 @@ def run_checked(
     return judged(once, config.verify, try_alone=try_alone, first=first)
 
 
-def run_first(
-    gateway: GatewayHandle,
-    adapter: Adapter,
-    scenario: Scenario,
-    config: RunConfig,
-    rerun: str = "",
-    reaction: Reaction = NO_REACTION,
-) -> tuple[Run, bool]:
-    """The scenario's first run, and whether :func:`run_checked` is to finish it (a failed
-    timing verdict to confirm, ``--verify`` reruns): a run of several processes does that once
-    they are all done, with nothing else in flight (``conformance.session``)."""
-    first = _attempts(gateway, adapter, scenario, config, rerun, reaction)("first")
-    return first, needs_more(first, config.verify)
-
-
-def _attempts(
+def attempts(
     gateway: GatewayHandle,
     adapter: Adapter,
     scenario: Scenario,
@@ -335,7 +320,9 @@ def _attempts(
     reaction: Reaction,
 ) -> Callable[[Attempt], Run]:
     """How each attempt at ``scenario`` runs (``conformance.verify.Attempt``): holding the
-    machine with the run's other runs for the first, alone for the others."""
+    machine with the run's other runs for the first, alone for the others. A run of several
+    processes makes the first one alone in a worker and finishes it later with
+    :func:`run_checked` (``conformance.session``)."""
 
     def once(attempt: Attempt) -> Run:
         alone = attempt != "first"

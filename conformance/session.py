@@ -54,14 +54,15 @@ from conformance.runner import (
     DEFAULT_TIME_SCALE,
     RunConfig,
     agent_results,
+    attempts,
     progress_line,
     rerun_command,
     results_document,
     run_checked,
-    run_first,
     run_suite,
 )
 from conformance.share import Share
+from conformance.verify import needs_more
 
 DURATIONS = "durations.json"  # in the run's share folder: the agents' earlier durations
 
@@ -455,9 +456,11 @@ class RunSession:
         if self._share.processes > 1:
             # The run's other processes would each finish their scenario before a confirming
             # run could have the machine: it waits until they are all done instead.
-            (entry, verdicts), deferred = run_first(
-                gateway, agent.adapter, scenario, config, rerun, reaction
+            entry, verdicts = attempts(gateway, agent.adapter, scenario, config, rerun, reaction)(
+                "first"
             )
+            # A timing verdict to confirm, or --verify reruns: run_checked finishes it later.
+            deferred = needs_more((entry, verdicts), config.verify)
         else:
             entry, verdicts = run_checked(gateway, agent.adapter, scenario, config, rerun, reaction)
         return {

@@ -54,6 +54,7 @@ class Share:
     def __init__(self, folder: Path | None, alone_wait_s: float = ALONE_WAIT_S) -> None:
         self.folder = folder
         self.alone_wait_s = alone_wait_s
+        self.processes = self._processes()  # read once: the folder's maker wrote it first
 
     @classmethod
     def from_env(cls) -> Share:
@@ -66,8 +67,7 @@ class Share:
         (folder / "processes").write_text(str(processes), encoding="utf-8")
         return cls(folder)
 
-    @property
-    def processes(self) -> int:
+    def _processes(self) -> int:
         """How many processes the run has (1 without a folder, or one made without a count)."""
         if self.folder is None:
             return 1
