@@ -27,17 +27,31 @@ Every speed of the profile is calibrated; the agent then runs at the fastest acc
 scenarios resting on timing at the fastest whose spread fits, or in real time. With no speed
 accepted, the agent runs in real time, and the clock's ``warp_note`` says why. The run's
 results carry what was measured (``clock`` in each scenario entry).
+
+A choice that accepted a speed is kept in the cache folder (``conformance.cache``) under the
+agent's clock identity (its profile, package and executable file, the speeds asked:
+``FastClock.clock_identity``), the dialect and the machine (:func:`machine`). The next run of
+that agent on that machine, within :data:`KEEP_S`, takes it instead of calibrating again
+(:func:`kept_choice`), and its clock's note says so with its age; ``--recalibrate`` measures
+anew. A choice is a measurement of the agent on this machine, not of the machine's load at the
+time: a run under more load than the calibration saw has its waits later, and a failed timing
+verdict is confirmed alone and then on a slower clock as for any run (``conformance.verify``).
+A choice that accepted no speed is not kept: the next run measures again.
 """
 
 from __future__ import annotations
 
+import os
+import platform
 import statistics
+import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from conformance.adapters.interface import Adapter, FastClock
 from conformance.adapters.warp import SPREAD_LIMIT_S
+from conformance.cache import read_entry, write_entry
 from conformance.judging.reaction import Reaction, judge_reaction, reaction_gaps
 from conformance.judging.reaction import scenario as reaction_scenario
 from conformance.runner import run_scenario
@@ -50,13 +64,19 @@ __all__ = [
     "SPREAD_LIMIT_S",
     "Calibration",
     "ClockChoice",
+    "KEEP_S",
     "choose_clock",
+    "keep_choice",
+    "kept_choice",
+    "machine",
     "measure_reaction",
 ]
 
 ASKED_S = (1, 4, 1, 4)
 WARMUP_S = 1  # asked first; its wait counts in the overhead and spread, not in the speed
 SPEED_BOUND = 0.25
+KEEP_S = 7 * 24 * 3600.0  # a kept choice older than this is measured again
+_KIND = "calibrations"
 
 SCENARIO: dict[str, Any] = {
     "id": "clock-calibration",
@@ -277,6 +297,71 @@ def choose_clock(gateway: GatewayHandle, adapter: Adapter, dialect: str) -> Cloc
     if speeds:
         clock.use_clock(fast, timing, dict(accepted), note)
     return choice
+
+
+def machine() -> dict[str, Any]:
+    """The machine a calibration was measured on: its name, cores and system."""
+    return {
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "system": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def _key(identity: Mapping[str, Any], dialect: str) -> dict[str, Any]:
+    return {"clock": dict(identity), "dialect": dialect, "machine": machine()}
+
+
+def kept_choice(
+    identity: Mapping[str, Any] | None, dialect: str, now: float | None = None
+) -> ClockChoice | None:
+    """The choice kept for this agent, dialect and machine, its note saying how old it is; None
+    when none is kept, it is older than :data:`KEEP_S`, or it cannot be read."""
+    if identity is None:
+        return None
+    doc = read_entry(_KIND, _key(identity, dialect))
+    if doc is None:
+        return None
+    try:
+        age = (time.time() if now is None else now) - float(doc["measured_at"])
+        choice = ClockChoice.from_json(doc["choice"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not 0 <= age <= KEEP_S or choice.speed is None:
+        return None
+    when = (
+        f"calibrated {_age_words(age)} ago on this machine and kept (--recalibrate, under "
+        "pytest --conformance-recalibrate, measures again)"
+    )
+    return replace(choice, note=f"{choice.note}; {when}")
+
+
+def keep_choice(
+    identity: Mapping[str, Any] | None,
+    dialect: str,
+    choice: ClockChoice,
+    now: float | None = None,
+) -> None:
+    """Keep ``choice`` for the next runs (only one that accepted a speed)."""
+    if identity is None or choice.speed is None:
+        return
+    measured_at = time.time() if now is None else now
+    write_entry(
+        _KIND, _key(identity, dialect), {"measured_at": measured_at, "choice": choice.as_json()}
+    )
+
+
+def _age_words(seconds: float) -> str:
+    """``seconds`` as a person says an age: "40 s", "12 min", "3 h 5 min", "2 days"."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds // 60:.0f} min"
+    if seconds < 86400:
+        return f"{seconds // 3600:.0f} h {seconds % 3600 // 60:.0f} min"
+    days = seconds // 86400
+    return f"{days:.0f} day" + ("s" if days > 1 else "")
 
 
 def measure_reaction(

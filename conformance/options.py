@@ -220,6 +220,14 @@ class RunSettings:
         cli=flag("--verify"),
         plugin=flag("--conformance-verify"),
     )
+    recalibrate: bool = _option(
+        False,
+        "calibrate a shipped agent's fast clock anew rather than take the calibration an "
+        "earlier run of the same agent kept on this machine (kept for 7 days)",
+        action="store_true",
+        cli=flag("--recalibrate"),
+        plugin=flag("--conformance-recalibrate"),
+    )
     repeat: int | None = _option(
         None,  # one run
         "run every scenario N times (spread over -n processes): a criterion whose runs all "

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from conformance.adapters.interface import Adapter
+from conformance.adapters.interface import Adapter, FastClock
 from conformance.durations import DurationsKey, read_durations, write_durations
 from conformance.errors import ConformanceError
 from conformance.expectations import (
@@ -309,11 +309,22 @@ class RunSession:
         clock = adapter.fast_clock
         reaction = NO_REACTION
         if clock is not None and clock.needs_calibration():
-            from conformance.calibration import ClockChoice, choose_clock
+            from conformance import calibration
+            from conformance.calibration import ClockChoice
 
-            def measure() -> dict[str, Any]:
-                choice = choose_clock(self.gateway(), adapter, self.settings.dialect)
-                return {} if choice is None else choice.as_json()
+            def measure(clock: FastClock = clock) -> dict[str, Any]:
+                dialect, identity = self.settings.dialect, clock.clock_identity()
+                kept = None
+                if not self.settings.recalibrate:  # an earlier run's, on this machine
+                    kept = calibration.kept_choice(identity, dialect)
+                if kept is not None:
+                    kept.adopt(clock)
+                    return kept.as_json()
+                choice = calibration.choose_clock(self.gateway(), adapter, dialect)
+                if choice is None:
+                    return {}
+                calibration.keep_choice(identity, dialect, choice)
+                return choice.as_json()
 
             # One calibration for the whole run: the first process calibrates, the others wait
             # for it and take its choice (conformance.share).

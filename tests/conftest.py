@@ -1,5 +1,6 @@
-"""Every test's runs keep their scenario durations (conformance.durations) in a folder of their
-own: a run of one test never orders the next one's, nor touches the user's cache."""
+"""Every test's runs keep what they cache (conformance.cache: scenario durations, clock
+calibrations) in a folder of their own: a run of one test never orders or calibrates the next
+one's, nor touches the user's cache."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.durations import ENV
+from conformance.cache import ENV
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from conformance.adapters.interface import AdapterBase
 from conformance.adapters.reference import ReferenceAdapter
-from conformance.durations import cache_folder, read_durations, write_durations
+from conformance.cache import cache_folder
+from conformance.durations import read_durations, write_durations
 from conformance.options import RunSettings
 from conformance.plugin import dealt
 from conformance.session import AgentUnderTest, RunSession

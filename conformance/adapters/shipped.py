@@ -193,6 +193,23 @@ class ShippedAdapter(AdapterBase):
         """Whether the clock is still to be calibrated."""
         return not self._calibrated
 
+    def clock_identity(self) -> dict[str, Any] | None:
+        """The profile, its package and the executable's file as installed (a reinstall is a
+        new file), and the speeds asked and how: another of them calibrates anew."""
+        try:
+            binp = Path(self.resolve_bin()).resolve()
+            stat = binp.stat()
+        except (FileNotFoundError, OSError):
+            return None
+        return {
+            "agent": self.name,
+            "package": self.profile.npm,
+            "bin": str(binp),
+            "bin_file": [stat.st_size, stat.st_mtime_ns],
+            "speeds": list(self._speeds),
+            "raw_clock": bool(self.profile.time_warp_raw_clock),
+        }
+
     def try_speed(self, speed: float | None) -> None:
         """Run the calibration at ``speed`` (None: calibration over)."""
         if self.clock is not None:
