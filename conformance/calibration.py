@@ -328,13 +328,30 @@ def kept_choice(
         choice = ClockChoice.from_json(doc["choice"])
     except (KeyError, TypeError, ValueError):
         return None
-    if not 0 <= age <= KEEP_S or choice.speed is None:
+    if not 0 <= age <= KEEP_S or not _sound(choice):
         return None
     when = (
         f"calibrated {_age_words(age)} ago on this machine and kept (--recalibrate, under "
         "pytest --conformance-recalibrate, measures again)"
     )
     return replace(choice, note=f"{choice.note}; {when}")
+
+
+def _sound(choice: ClockChoice) -> bool:
+    """Whether a choice read back is one :func:`choose_clock` could have made (a hand-edited
+    entry is measured again rather than run on)."""
+
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+    cals = choice.accepted.values()
+    return (
+        number(choice.speed)
+        and choice.speed in choice.accepted
+        and (choice.timing_speed is None or choice.timing_speed in choice.accepted)
+        and isinstance(choice.note, str)
+        and all(number(c.speed) and number(c.overhead_s) and number(c.spread_s) for c in cals)
+    )
 
 
 def keep_choice(

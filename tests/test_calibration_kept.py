@@ -69,6 +69,15 @@ def test_an_unreadable_entry_reads_as_none() -> None:
     doc["choice"] = {"speed": 10.0}  # no "accepted"
     path.write_text(json.dumps(doc))
     assert kept_choice(IDENTITY, "openai_chat", now=1001.0) is None
+    doc["choice"] = {**CHOICE.as_json(), "speed": 40.0}  # a speed it never accepted
+    path.write_text(json.dumps(doc))
+    assert kept_choice(IDENTITY, "openai_chat", now=1001.0) is None
+    doc["choice"]["speed"] = "10"
+    path.write_text(json.dumps(doc))
+    assert kept_choice(IDENTITY, "openai_chat", now=1001.0) is None
+    doc["choice"] = CHOICE.as_json()  # as written: read back
+    path.write_text(json.dumps(doc))
+    assert kept_choice(IDENTITY, "openai_chat", now=1001.0) is not None
     path.write_text("{not json")
     assert kept_choice(IDENTITY, "openai_chat", now=1001.0) is None
 
