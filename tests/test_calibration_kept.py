@@ -17,6 +17,7 @@ from conformance.options import RunSettings
 from conformance.session import AgentUnderTest, RunSession
 from conformance.share import ENV
 from tests.adapters.test_warp import needs_warp, node_agent_at
+from tests.test_share import calibrating_stand_in
 
 IDENTITY = {"agent": "shipped:x", "package": "x@1.0.0", "bin": "/opt/x", "bin_file": [1, 2]}
 FIT = judge(10.0, [0.12, 0.42, 0.12, 0.42])
@@ -86,15 +87,7 @@ def test_an_unreadable_entry_reads_as_none() -> None:
 def test_the_next_run_takes_the_kept_calibration_and_recalibrate_measures_anew(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calibrated: list[Any] = []
-
-    def choose_clock(gateway: Any, adapter: Any, dialect: str) -> ClockChoice:
-        calibrated.append(adapter)
-        adapter.warp_speeds()
-        adapter.use_clock(10.0, 10.0, {10.0: FIT}, "time warp x10")
-        return CHOICE
-
-    monkeypatch.setattr(calibration, "choose_clock", choose_clock)
+    calibrated = calibrating_stand_in(monkeypatch)
     monkeypatch.delenv(ENV, raising=False)  # runs of one process each, nothing shared
 
     script = Path(node_agent_at(tmp_path).resolve_bin())  # written once: its file is its identity

@@ -88,15 +88,14 @@ def test_a_clock_choice_reads_back_as_it_was_written() -> None:
     assert again == choice
 
 
-@needs_warp
-def test_the_second_process_of_a_run_takes_the_first_ones_calibration(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def calibrating_stand_in(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Put a stand-in for ``choose_clock`` that puts the agent on x10 without running it; the
+    list it returns names the adapters it calibrated, in order."""
     from conformance import calibration
 
     fit = judge(10.0, [0.12, 0.42, 0.12, 0.42])
     choice = ClockChoice(10.0, 10.0, {10.0: fit}, "time warp x10")
-    calibrated = []
+    calibrated: list[Any] = []
 
     def choose_clock(gateway: Any, adapter: Any, dialect: str) -> ClockChoice:
         calibrated.append(adapter)
@@ -105,6 +104,14 @@ def test_the_second_process_of_a_run_takes_the_first_ones_calibration(
         return choice
 
     monkeypatch.setattr(calibration, "choose_clock", choose_clock)
+    return calibrated
+
+
+@needs_warp
+def test_the_second_process_of_a_run_takes_the_first_ones_calibration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calibrated = calibrating_stand_in(monkeypatch)
     monkeypatch.setenv(ENV, str(tmp_path / "share"))
     (tmp_path / "share").mkdir()
     agents = []
