@@ -225,9 +225,10 @@ class ClockChoice:
     note: str
 
     def adopt(self, clock: FastClock) -> None:
-        """Put ``clock``, calibrated by another process of the run, on this choice. Its speeds
-        are asked for first: that readies the warp in this process, or says why it is refused
-        here (then it stays in real time, its ``warp_note`` saying why)."""
+        """Put ``clock`` on this choice (another process of the run made it, or an earlier run
+        kept it). Its speeds are asked for first: that readies the warp in this process, or
+        says why it is refused here (then it stays in real time, its ``warp_note`` saying
+        why)."""
         if clock.warp_speeds():
             clock.use_clock(self.speed, self.timing_speed, dict(self.accepted), self.note)
 

@@ -332,7 +332,7 @@ class RunSession:
             if not here and found:
                 ClockChoice.from_json(found).adopt(clock)
             if self.settings.progress:
-                whose = "" if here else " (calibrated by another process of the run)"
+                whose = "" if here else " (the choice of another process of the run)"
                 _say(f"[clock] {adapter.name}: {clock.warp_note}{whose}")
         elif clock is None and "time_scale" in adapter.capabilities():
             from conformance.calibration import measure_reaction
