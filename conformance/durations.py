@@ -1,11 +1,12 @@
 """How long each scenario took an agent in its earlier runs: the order of its next run.
 
-A run's scenarios go longest first, dealt over its processes (``conformance.plugin.dealt``),
-so that the long ones do not start last. Without an earlier run, "longest" is the deadline
-floor (``conformance.judging.deadlines.floor_s``): what a correct agent may need, an upper bound
-that is far off for some agents (the reference agent ends a 390 s stall at its own 60 s idle
-limit). A run that ends writes the time each scenario took (its confirmations and reruns
-included) to a file per agent, dialect, tool transport and time scale, in the cache folder
+A run's scenarios go longest first, dealt over its processes (``conformance.plugin.dealt``;
+in one process, ``RunSession.longest_first``, once every scenario's time is known), so that the
+long ones do not start last. Without an earlier run, "longest" is the deadline floor
+(``conformance.judging.deadlines.floor_s``): what a correct agent may need, an upper bound that
+is far off for some agents (the reference agent ends a 390 s stall at its own 60 s idle limit).
+A run that ends writes the time each scenario took (its confirmations and reruns included) to a
+file per agent, dialect, tool transport and time scale, in the cache folder
 (``conformance.cache``); the next such run orders its scenarios by those times when it knows
 every one of them.
 

@@ -27,7 +27,7 @@ import functools
 import shlex
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -440,18 +440,24 @@ def run_suite(
     repeat: int = 1,
     config: RunConfig | None = None,
     took: dict[str, float] | None = None,
+    order: Sequence[int] | None = None,
 ) -> AgentResults:
-    """Run ``scenarios`` in order in ``dialect``; return the agent's results entry (contracts
-    §4). A failed timing verdict is confirmed on a slower clock, and with ``verify`` rerun
-    (``conformance.verify``); waits are judged net of the agent's ``reaction``. With ``repeat``
-    each scenario runs that many times, its runs joined (``conformance.repeat``). ``config``, when
-    given, stands for every setting it holds (the session's, with how its runs hold the machine);
-    ``took`` gets each scenario's seconds, its confirmations and reruns included.
-    With ``config.ahead``, an agent that overlaps its runs has its next scenario started while
-    the current one runs."""
-    scenarios = list(scenarios)
+    """Run ``scenarios`` in ``dialect``; return the agent's results entry (contracts §4), its
+    scenarios in the order given. They run in that order too, or in ``order`` (indices into
+    ``scenarios``: e.g. longest first). A failed timing verdict is confirmed on a slower clock,
+    and with ``verify`` rerun (``conformance.verify``); waits are judged net of the agent's
+    ``reaction``. With ``repeat`` each scenario runs that many times, its runs joined
+    (``conformance.repeat``). ``config``, when given, stands for every setting it holds (the
+    session's, with how its runs hold the machine); ``took`` gets each scenario's seconds, its
+    confirmations and reruns included. With ``config.ahead``, an agent that overlaps its runs
+    has its next scenario started while the current one runs."""
+    given = list(scenarios)
+    sequence = list(range(len(given))) if order is None else list(order)
+    if sorted(sequence) != list(range(len(given))):
+        raise ValueError(f"order {sequence} is not an order of the {len(given)} scenarios")
+    scenarios = [given[i] for i in sequence]
     config = config or RunConfig(time_scale, dialect, tool_transport, timing, verify, repeat)
-    runs: list[Run] = []
+    runs: list[tuple[int, Run]] = []  # (index in the order given, its run)
     ahead: Ahead[Run] = Ahead()
 
     def run_one(scenario: Scenario) -> Run:
@@ -474,15 +480,16 @@ def run_suite(
                 # The next scenario starts while this one runs (conformance.ahead).
                 ahead.start(i + 1, functools.partial(run_one, scenarios[i]))
             entry, verdicts = ahead.result(i, functools.partial(run_one, scenario))
-            runs.append((entry, verdicts))
+            runs.append((sequence[i - 1], (entry, verdicts)))
             if progress:
                 progress(progress_line(i, len(scenarios), entry, verdicts))
     except KeyboardInterrupt:
         # Ctrl-C or SIGTERM: keep what ran; the scenario in flight is dropped whole.
         if stop is not None:
             stop.set()
+    in_order = [run for _, run in sorted(runs, key=lambda r: r[0])]
     return agent_results(
-        adapter.name, adapter.name, adapter.capabilities(), runs, traits=adapter.traits
+        adapter.name, adapter.name, adapter.capabilities(), in_order, traits=adapter.traits
     )
 
 

@@ -354,8 +354,9 @@ class RunSession:
         self._stack.close()
 
     def run_in_process(self, scenarios: list[Any]) -> bool:
-        """Run every agent over ``scenarios`` in order; return whether Ctrl-C or SIGTERM stopped
-        it (the scenario in flight is then dropped whole, the ones that ran are kept)."""
+        """Run every agent over ``scenarios`` (longest first where known, :meth:`longest_first`;
+        the results in the order given); return whether Ctrl-C or SIGTERM stopped it (the
+        scenario in flight is then dropped whole, the ones that ran are kept)."""
         stop = threading.Event()
         dialect, transport = self.settings.dialect, self.settings.tool_transport
         agents = []
@@ -388,6 +389,7 @@ class RunSession:
                     repeat=self.repeat,
                     config=self.config(agent),
                     took=self._took.setdefault(agent.label, {}),
+                    order=self.longest_first(agent, scenarios),
                 )
                 result["name"] = agent.label
                 agents.append(result)
@@ -397,6 +399,24 @@ class RunSession:
             self.close()
         self._agent_results = agents
         return stop.is_set()
+
+    def longest_first(self, agent: AgentUnderTest, scenarios: list[Any]) -> list[int] | None:
+        """The order of a run in one process: longest first when the agent's earlier durations
+        (over what its adapter knows it takes) name every scenario, so that two runs in flight
+        (``conformance.ahead``) pair long with long and the longest do not start last; None (the
+        order given) otherwise."""
+        known = self._earlier_durations(agent)
+        if not all(s.id in known for s in scenarios):
+            return None
+        return sorted(range(len(scenarios)), key=lambda i: -known[scenarios[i].id])
+
+    def _earlier_durations(self, agent: AgentUnderTest) -> dict[str, float]:
+        # The run's own times over what the adapter knows: a run of a few scenarios (-k) leaves
+        # the others ordered as before.
+        return {
+            **agent.adapter.typical_durations(),
+            **read_durations(self.durations_key(agent.label)),
+        }
 
     def durations_key(self, label: str) -> DurationsKey:
         """Whose earlier durations order this run's scenarios of ``label`` (conformance.durations)."""
@@ -413,16 +433,7 @@ class RunSession:
         """Read each agent's earlier durations once (over what its adapter knows it takes) and
         hand them to the run's processes."""
         self._share.write_json(
-            DURATIONS,
-            {
-                # The run's own times over what the adapter knows: a run of a few scenarios
-                # (-k) leaves the others ordered as before.
-                a.label: {
-                    **a.adapter.typical_durations(),
-                    **read_durations(self.durations_key(a.label)),
-                }
-                for a in self.agents
-            },
+            DURATIONS, {a.label: self._earlier_durations(a) for a in self.agents}
         )
 
     def overlaps(self) -> bool:

@@ -154,3 +154,24 @@ def test_a_run_through_pytest_starts_the_next_scenario_while_one_is_in_flight(
     took = read_durations(("reference", "openai_chat", "http", 0.02))
     assert set(took) == {"rty-03-backoff-429", "rty-06-request-timeout"}
     assert took["rty-03-backoff-429"] >= entries[0]["duration_s"]
+
+
+def test_scenarios_run_in_the_order_asked_and_are_reported_in_the_order_given() -> None:
+    from conformance.adapters.reference import ReferenceAdapter
+
+    files = [
+        "err/err-01-401-auth.yaml",
+        "err/err-01-429-exhausted.yaml",
+        "rty/rty-15-should-retry-true-400.yaml",
+    ]
+    scenarios = [load_scenario(CRITERIA / f) for f in files]
+    lines: list[str] = []
+    with Gateway.running() as gw:
+        results = run_suite(
+            gw, ReferenceAdapter(), scenarios, progress=lines.append, order=[2, 0, 1]
+        )
+        with pytest.raises(ValueError, match="not an order of the 3 scenarios"):
+            run_suite(gw, ReferenceAdapter(), scenarios, order=[0, 0, 1])
+    ran = [line.split("] ")[1].split(":")[0] for line in lines]
+    assert ran == [scenarios[i].id for i in (2, 0, 1)]
+    assert [s["id"] for s in results["scenarios"]] == [s.id for s in scenarios]

@@ -118,3 +118,25 @@ def test_an_agent_that_overlaps_its_runs_holds_the_machine_even_in_one_process(
     assert not session.config(alone).shared  # nothing else runs in this one process
     session.use_share(Share.create(tmp_path, processes=3))
     assert session.config(alone).shared
+
+
+def test_a_run_in_one_process_goes_longest_first_once_every_scenario_is_known() -> None:
+    from types import SimpleNamespace
+
+    session = RunSession(RunSettings(), command="x")
+    agent = AgentUnderTest("one", "cmd:x", _OneAtATime())
+    scenarios = [SimpleNamespace(id=i) for i in ("a", "b", "c")]
+    write_durations(session.durations_key("one"), {"a": 1.0, "b": 3.0})
+    assert session.longest_first(agent, scenarios) is None  # "c" unknown: the order given
+    write_durations(session.durations_key("one"), {"c": 2.0})
+    assert session.longest_first(agent, scenarios) == [1, 2, 0]
+    # The reference agent's own table orders the bundled scenarios on a first run.
+    from fakes import load_scenarios
+
+    reference = AgentUnderTest("reference", "reference", ReferenceAdapter())
+    bundled = load_scenarios(SCENARIO_DIR / "criteria")
+    order = session.longest_first(reference, bundled)
+    assert order is not None and sorted(order) == list(range(len(bundled)))
+    table = ReferenceAdapter().typical_durations()
+    took = [table[bundled[i].id] for i in order]
+    assert took == sorted(took, reverse=True)
