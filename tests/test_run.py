@@ -461,6 +461,21 @@ def test_a_criterion_judged_against_config_the_agent_cannot_be_given_is_unsuppor
     }
 
 
+def test_mcp01_against_a_tool_time_limit_the_agent_cannot_be_given_is_unsupported(gateway):
+    # Qwen Code and opencode are run with no tool time limit: waiting for a late answer is
+    # then no failure to keep the limit (release 1.6.0). Their MCP-01 rests on the other
+    # scenarios, which set no limit.
+    slow = load_scenario(CRITERIA / "mcp" / "mcp-01-call-too-slow.yaml")
+    _, told = run_scenario(gateway, ReferenceAdapter(), slow, tool_transport="mcp")
+    _, untold = run_scenario(gateway, _Untold("tool_timeout_s"), slow, tool_transport="mcp")
+    assert told["MCP-01"]["verdict"] == "PASS", told["MCP-01"]
+    assert untold["MCP-01"]["verdict"] == "UNSUPPORTED", untold["MCP-01"]
+    assert "cannot be given config tool_timeout_s" in untold["MCP-01"]["observed"]
+    rpc = load_scenario(CRITERIA / "mcp" / "mcp-01-rpc-error.yaml")
+    _, judged = run_scenario(gateway, _Untold("tool_timeout_s"), rpc, tool_transport="mcp")
+    assert judged["MCP-01"]["verdict"] == "PASS", judged["MCP-01"]
+
+
 def test_a_scenario_whose_history_the_agent_cannot_be_given_is_unsupported(gateway):
     # A CLI run as it ships starts a new conversation: a history check would judge a setup it
     # never had (an unpaired call it never saw, passed or failed for nothing).
