@@ -199,7 +199,7 @@ class ShippedAdapter(AdapterBase):
         try:
             binp = Path(self.resolve_bin()).resolve()
             stat = binp.stat()
-        except (FileNotFoundError, OSError):
+        except OSError:  # not installed (FileNotFoundError) or unreadable: never kept
             return None
         return {
             "agent": self.name,
