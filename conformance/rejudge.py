@@ -173,10 +173,13 @@ def _check(entry: Mapping[str, Any]) -> str | None:
     of a confirmed verdict, the reruns of ``--verify``) are checked too."""
     if "scenario" not in entry or "evidence_sha256" not in entry:
         return "written before evidence was kept for re-judging (no saved scenario)"
+    first = entry.get("first_run") or entry.get("fast_clock_run") or {}
     inner = [
         entry.get("first_run"),
         entry.get("fast_clock_run"),
         entry.get("alone_run"),
+        entry.get("beside_run"),
+        first.get("beside_run"),  # a run beside the others that failed too, kept in the first
         *(entry.get("reruns") or []),
         *(entry.get("repeats") or []),
     ]

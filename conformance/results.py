@@ -76,6 +76,11 @@ class ScenarioEntry(TypedDict):
     fast_clock_run: NotRequired[ScenarioEntry]
     # A run alone on the first run's clock that failed too, before the slower clock confirmed.
     alone_run: NotRequired[ScenarioEntry]
+    # True: a run made at once beside the run's other runs after the first failed on a wait
+    # the load may have made late (conformance.verify.beside).
+    beside: NotRequired[bool]
+    # That run, when it failed too: kept, the confirmations with the machine alone decided.
+    beside_run: NotRequired[ScenarioEntry]
     reruns: NotRequired[list[ScenarioEntry]]
     repeats: NotRequired[list[ScenarioEntry]]
 

@@ -325,7 +325,7 @@ def attempts(
     :func:`run_checked` (``conformance.session``)."""
 
     def once(attempt: Attempt) -> Run:
-        alone = attempt != "first"
+        alone = attempt not in ("first", "beside")
         with config.hold(alone) as had:
             run = run_scenario(
                 gateway,
@@ -342,6 +342,8 @@ def attempts(
         if not had:
             # The machine was not free within the hold's wait: the confirmation says so.
             run[0]["alone"] = False
+        if attempt == "beside":
+            run[0]["beside"] = True
         return run
 
     return once

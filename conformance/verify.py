@@ -37,7 +37,15 @@ only when a run with the machine to itself gives it again.
 With ``conformance run -n N`` the runs after the first are made once every process of the run
 is done (``conformance.session.RunSession.confirm_deferred``): :func:`judged` is given the
 first run, made earlier in a worker, and goes on from it; :func:`needs_more` says whether it
-will.
+will. A confirmation made then has the whole scenario's time to itself while the machine idles
+(a long scenario's is most of a minute), so a failure the run's load may explain is first run
+again at once, in its worker, beside the run's other runs, on the same clock (``"beside"``,
+:func:`beside`). Load only makes a wait later: a run whose waits all fall in their bands under
+the run's load has them in band with less load too, as a first run that passes does; so when
+every timing verdict passes there, that run settles them (its entry says ``beside: true``).
+Otherwise it is kept in the first run's entry (``beside_run``) and the failure goes on to the
+confirmations at the end, alone and then on the slower clock, as above: a failure still stands
+only when a run with the machine to itself gives it again.
 
 A failure the check marks ``beyond_load`` is not confirmed: the wire shows the agent did not act
 within a margin wider than load makes anything late (a silence waited out past STR-10's idle
@@ -59,6 +67,7 @@ __all__ = [
     "FAILING",
     "LOAD_LATE_S",
     "Attempt",
+    "beside",
     "confirmed",
     "judged",
     "needs_more",
@@ -70,9 +79,10 @@ __all__ = [
 FAILING = frozenset({"FAIL", "NON-STRICT", "ERROR", "TIMEOUT"})
 _DOUBTFUL = frozenset({"FAIL", "NON-STRICT"})  # a first verdict that asks for a rerun
 
-# How a scenario is run: on the run's clock beside its other processes ("first"), on the same
-# clock with the machine to itself ("alone"), or on the slower confirming clock, alone ("slower").
-Attempt = Literal["first", "alone", "slower"]
+# How a scenario is run: on the run's clock beside its other processes ("first"), again so at
+# once after a failure its load may explain ("beside"), on the same clock with the machine to
+# itself ("alone"), or on the slower confirming clock, alone ("slower").
+Attempt = Literal["first", "beside", "alone", "slower"]
 
 # The most a wait may be late, in real seconds, for the run's own load to be worth ruling out
 # first (alone on the same clock) before the slower clock: as late as load is taken to make
@@ -142,6 +152,22 @@ def judged(
     return verified(confirmed(first, once("slower"), tried), lambda: once("slower"), verify)
 
 
+def beside(first: Run, once: Callable[[Attempt], Run]) -> Run:
+    """``first``, or when its failed timing verdicts were all waits the run's load may have made
+    late, settled by a run made at once beside the run's other runs (``once("beside")``) if
+    every timing verdict passes there; else ``first`` with that run kept as ``beside_run``, its
+    failures left to confirm with the machine to itself (module docstring)."""
+    doubtful = _to_confirm(first[1])
+    if not doubtful or not _late_by_load(first[0], doubtful):
+        return first
+    again = once("beside")
+    if _to_confirm(again[1]):
+        entry = first[0].copy()
+        entry["beside_run"] = again[0]
+        return entry, first[1]
+    return confirmed(first, again)
+
+
 def _late_by_load(entry: ScenarioEntry, doubtful: list[str]) -> bool:
     """Whether each doubtful criterion failed on waits that were late, none early, and by no
     more than :data:`LOAD_LATE_S` real (the entry's ``waits``: each retry's wait and band)."""
@@ -182,7 +208,9 @@ def confirmed(first: Run, again: Run, alone: Run | None = None) -> Run:
     else:
         was, where = f"time scale {_scale(entry):g}", f"time scale {_scale(again_entry):g}"
         same = _scale(again_entry) == _scale(entry)
-    if again_entry.get("alone") is False:
+    if again_entry.get("beside"):
+        where += (" again" if same else "") + ", beside the run's other runs, at once"
+    elif again_entry.get("alone") is False:
         where += (" again" if same else "") + (
             ", beside the run's other processes (the machine was not free for it)"
         )

@@ -63,3 +63,57 @@ def test_a_failed_wait_is_confirmed_after_every_first_run_and_stands(tmp_path: P
     assert all(_span_ns(e)[1] < start for e in first_runs)
     verdict = agent_results["criteria"]["RTY-01"]["scenarios"][0]
     assert verdict["verdict"] == "FAIL" and verdict["confirmed"]["first"]["verdict"] == "FAIL"
+
+
+def _late_run(tag: str, verdict: str, *, beside: bool = False) -> tuple[dict, dict]:
+    """A run on a x20 fast clock whose RTY-05 wait is 50 ms real past its band (PASS: in it)."""
+    wait = 1.0 + (1.0 if verdict != "PASS" else -0.2)
+    entry = {
+        "id": "rty-05-status-500",
+        "status": "ran",
+        "journal": {"entries": [], "time_scale": 0.05, "tag": tag},
+        "clock": {"time_warp": 20},
+        "waits": [{"rule": "RTY-05", "wait_s": wait, "band_s": [0.5, 1.0]}],
+    }
+    if beside:
+        entry["beside"] = True
+    return entry, {"RTY-05": {"id": entry["id"], "verdict": verdict, "observed": tag}}
+
+
+def test_a_late_failure_is_run_again_at_once_beside_the_others_and_not_left_for_the_end(
+    tmp_path: Path, monkeypatch
+):
+    import conformance.session as session_mod
+    from conformance.judging.reaction import NO_REACTION
+    from conformance.options import RunSettings
+    from conformance.share import Share
+    from fakes.scenario import load_scenario
+
+    asked: list[str] = []
+    runs = {"first": _late_run("first", "FAIL"), "beside": _late_run("b", "PASS", beside=True)}
+
+    def attempts(*_args):
+        def once(attempt):
+            asked.append(attempt)
+            return runs[attempt]
+
+        return once
+
+    monkeypatch.setattr(session_mod, "attempts", attempts)
+    session = session_mod.RunSession(RunSettings(), command="x")
+    session.open_agents()
+    session.use_share(Share.create(tmp_path, processes=2))
+    monkeypatch.setattr(session, "gateway", lambda: None)
+    monkeypatch.setattr(session, "ready", lambda agent: NO_REACTION)
+    scenario = load_scenario(RTY / "rty-05-status-500.yaml")
+    run = session.run_scenario("reference", scenario, index=0)
+    assert asked == ["first", "beside"]
+    assert not run["deferred"]
+    assert run["verdicts"]["RTY-05"]["verdict"] == "PASS"
+    assert run["entry"]["beside"] and run["entry"]["fast_clock_run"]["journal"]["tag"] == "first"
+    # When the run beside fails too, the failure waits for the end, that run kept.
+    asked.clear()
+    runs["beside"] = _late_run("b", "FAIL", beside=True)
+    run = session.run_scenario("reference", scenario, index=0)
+    assert asked == ["first", "beside"] and run["deferred"]
+    assert run["entry"]["beside_run"]["journal"]["tag"] == "b"

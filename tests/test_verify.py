@@ -340,3 +340,60 @@ def test_a_first_run_made_earlier_is_finished_as_if_made_then():
         Clocked(first, alone), 0, try_alone=True
     )
     assert later.attempts == ["alone"]
+
+
+# -- at once beside the run's other runs, before the confirmations at the end -----------------
+
+
+def test_a_late_failure_that_passes_beside_the_others_at_once_is_settled_there():
+    from conformance.verify import beside, needs_more
+
+    first = _late("fast", 0.05, RTY_05="FAIL")
+    again = _warped(
+        ({**_run("beside", RTY_05="PASS")[0], "beside": True}, _run("b", RTY_05="PASS")[1]), 20
+    )
+    once = Clocked(None, again)
+    entry, verdicts = beside(first, once)
+    assert once.attempts == ["beside"]
+    assert verdicts["RTY-05"]["verdict"] == "PASS"
+    assert verdicts["RTY-05"]["confirmed"]["on"] == (
+        "the x20 clock again, beside the run's other runs, at once"
+    )
+    assert verdicts["RTY-05"]["confirmed"]["first"]["verdict"] == "FAIL"
+    assert entry["fast_clock_run"] is first[0] and entry["beside"] is True
+    assert not needs_more((entry, verdicts), 0)  # nothing left for the end
+
+
+def test_a_failure_beside_the_others_is_kept_and_left_to_the_runs_alone():
+    from conformance.verify import beside, needs_more
+
+    first = _late("fast", 0.05, RTY_05="FAIL")
+    again = _late("beside", 0.03, RTY_05="FAIL")
+    entry, verdicts = beside(first, Clocked(None, again))
+    assert verdicts == first[1] and entry["beside_run"] is again[0]
+    assert needs_more((entry, verdicts), 0)
+    # The end goes on from the first run as before: alone, then the slower clock decides.
+    slower = _warped(_run("slow", RTY_05="FAIL"), 5)
+    later = Clocked(None, _late("alone", 0.04, RTY_05="FAIL"), slower)
+    settled_entry, settled = judged(later, 0, try_alone=True, first=(entry, verdicts))
+    assert later.attempts == ["alone", "slower"]
+    assert settled["RTY-05"]["verdict"] == "FAIL"
+    assert settled_entry["fast_clock_run"]["beside_run"] is again[0]
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        _late("fast", 1.5, RTY_05="FAIL"),  # later than the run's own load makes a wait
+        _late("fast", -0.01, RTY_05="FAIL"),  # early: load does not make a wait short
+        _warped(_run("fast", STR_10="NON-STRICT"), 20),  # not a wait of the entry's waits
+        _late("fast", 0.05, RTY_05="PASS"),  # nothing failed
+    ],
+    ids=["late-beyond-load", "early", "no-wait", "passed"],
+)
+def test_no_run_beside_the_others_for_a_failure_load_cannot_explain(first):
+    from conformance.verify import beside
+
+    once = Clocked(None)
+    assert beside(first, once) == first
+    assert once.attempts == []
