@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 # The release: the package's version too (pyproject.toml names it; a test holds them equal).
-CATALOGUE_VERSION = "1.6.0"
+CATALOGUE_VERSION = "1.7.0"
 
 # The rules a verdict follows from, as paths inside the installed packages (globs).
 RULES = (
