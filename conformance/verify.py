@@ -161,7 +161,10 @@ def beside(first: Run, once: Callable[[Attempt], Run]) -> Run:
     if not doubtful or not _late_by_load(first[0], doubtful):
         return first
     again = once("beside")
-    if _to_confirm(again[1]):
+    # Settled only by verdicts that pass: a run beside that ended in an ERROR or TIMEOUT is no
+    # evidence the load made the first run's waits late.
+    passed = all((_said(again, cid) or "ERROR") not in FAILING for cid in doubtful)
+    if not passed or _to_confirm(again[1]):
         entry = first[0].copy()
         entry["beside_run"] = again[0]
         return entry, first[1]

@@ -381,6 +381,17 @@ def test_a_failure_beside_the_others_is_kept_and_left_to_the_runs_alone():
     assert settled_entry["fast_clock_run"]["beside_run"] is again[0]
 
 
+@pytest.mark.parametrize("verdict", ["ERROR", "TIMEOUT", None])
+def test_a_run_beside_the_others_that_did_not_pass_settles_nothing(verdict):
+    from conformance.verify import beside, needs_more
+
+    first = _late("fast", 0.05, RTY_05="FAIL")
+    again = _warped(_run("beside", **({"RTY_05": verdict} if verdict else {"RTY_07": "PASS"})), 20)
+    entry, verdicts = beside(first, Clocked(None, again))
+    assert verdicts == first[1] and entry["beside_run"] is again[0]
+    assert needs_more((entry, verdicts), 0)
+
+
 @pytest.mark.parametrize(
     "first",
     [
