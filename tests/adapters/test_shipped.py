@@ -569,3 +569,32 @@ def test_certify_mode_fails_the_run_on_an_outside_attempt(tmp_path, monkeypatch,
     assert main([*words, "--certify"]) == 1
     assert "certify: " in capsys.readouterr().err
     assert main(words) == 0  # without --certify the same run passes
+
+
+def test_the_agent_s_clock_is_set_again_once_its_process_has_started(tmp_path, monkeypatch):
+    # The fast clock starts when the agent's process loads libfaketime, after the guard's set-up
+    # and the fork: the gateway's model of that clock is taken again once the exec is done.
+    import dataclasses
+
+    import conformance.adapters.shipped as shipped
+    from conformance.adapters.warp import Warp
+
+    started: list[float] = []
+    spawn = shipped._spawn
+
+    def timed_spawn(*args, **kwargs):
+        gp = spawn(*args, **kwargs)
+        started.append(time.time())
+        return gp
+
+    monkeypatch.setattr(shipped, "_spawn", timed_spawn)
+    set_to: list[tuple[float, float]] = []
+    req = dataclasses.replace(
+        request(tmp_path), agent_clock=lambda origin, speed: set_to.append((origin, speed))
+    )
+    ad = adapter(tmp_path, "print(chat())")
+    warp = Warp(10.0, "/nonexistent/libfaketime.so.1", None)  # its env is not applied here
+    ad._run(req, [sys.executable, "-c", "pass"], dict(os.environ), [], {}, warp)
+    assert len(started) == 1 and len(set_to) == 2
+    origin, speed = set_to[-1]
+    assert origin >= started[0] > set_to[0][0] and speed == 10.0
