@@ -515,7 +515,7 @@ class ShippedAdapter(AdapterBase):
                 # the exec _spawn returns on. Before that lie the guard's namespace set-up and
                 # the fork (27-34 ms measured, a test run beside): counted from the first
                 # estimate, the gateway's HTTP-dates would be (speed - 1) times that ahead of
-                # the agent's clock, a second and more at x20 on a loaded machine.
+                # the agent's clock: over half a second at x20, more on a loaded machine.
                 clock(time.time(), speed)
             proc = gp.proc
             self.last_pgid = proc.pid
