@@ -117,3 +117,43 @@ def test_a_late_failure_is_run_again_at_once_beside_the_others_and_not_left_for_
     run = session.run_scenario("reference", scenario, index=0)
     assert asked == ["first", "beside"] and run["deferred"]
     assert run["entry"]["beside_run"]["journal"]["tag"] == "b"
+
+
+def test_a_wait_late_by_less_than_load_makes_one_fails_beside_the_others_and_alone(
+    tmp_path: Path, capsys
+):
+    # A broken copy that waits Retry-After twice over: at time scale 0.02 its wait is late by
+    # tens of milliseconds real, what a loaded machine could make it. The run beside the others
+    # at once fails too, and the confirmation at the end (alone, then slower) keeps the FAIL.
+    agent = f"cmd:{sys.executable} -m conformance.reference adapter --off retry_after_on_time"
+    results = tmp_path / "r.json"
+    rc = main(
+        [
+            "run",
+            "-n",
+            "2",
+            "--agent",
+            agent,
+            "--scenario",
+            str(RTY / "rty-01-retry-after-seconds.yaml"),
+            "--scenario",
+            str(RTY / "rty-06-connection-refused.yaml"),
+            "--results",
+            str(results),
+            "--report-dir",
+            str(tmp_path / "report"),
+        ]
+    )
+    assert rc == 1
+    said = capsys.readouterr().err
+    assert "[confirmed 1/1] rty-01-retry-after-seconds: ran, worst FAIL" in said
+    doc = json.loads(results.read_text(encoding="utf-8"))
+    by_id = {s["id"]: s for s in doc["agents"][0]["scenarios"]}
+    entry = by_id["rty-01-retry-after-seconds"]
+    first = entry["first_run"]
+    late = [w for w in first["waits"] if w["rule"] == "RTY-01" and w["wait_s"] > w["band_s"][1]]
+    assert late, first["waits"]  # late, not early: the run beside the others was made
+    assert first["beside_run"]["journal"]["time_scale"] == first["journal"]["time_scale"]
+    assert "beside" not in entry  # settled by the runs alone, not by the one beside
+    verdict = doc["agents"][0]["criteria"]["RTY-01"]["scenarios"][0]
+    assert verdict["verdict"] == "FAIL" and verdict["confirmed"]["first"]["verdict"] == "FAIL"

@@ -62,6 +62,7 @@ def test_bad_scenario_path_is_a_clear_error(capsys):
 # Broken copies of the reference agent: one behaviour off fails the criterion it serves.
 BROKEN = [
     ("honour_retry_after", "rty/rty-01-retry-after-seconds.yaml", "RTY-01"),
+    ("retry_after_on_time", "rty/rty-01-retry-after-seconds.yaml", "RTY-01"),
     ("backoff", "rty/rty-03-backoff-429.yaml", "RTY-03"),
     ("retry_5xx", "rty/rty-05-status-503.yaml", "RTY-05"),
     ("stream_fallback", "str/str-01-cut-mid-text-reset.yaml", "STR-01"),

@@ -500,23 +500,23 @@ class ShippedAdapter(AdapterBase):
         out, err = bytearray(), bytearray()
         began = time.monotonic()
         try:
-            speed = warp.speed if warp is not None else None
-            clock = req.agent_clock if speed is not None else None
-            if clock is not None and speed is not None:
-                clock(time.time(), speed)  # a first estimate, refined below
+            set_clock = req.agent_clock if warp is not None else None
+            speed = warp.speed if warp is not None else 1.0
+            if set_clock is not None:
+                set_clock(time.time(), speed)  # a first estimate, refined below
             try:
                 gp = _spawn(guard, argv, env, req)
             except (OSError, RuntimeError) as exc:
                 return RunOutcome(
                     "error", events, hello, "", redact(f"cannot start {argv[0]!r}: {exc}", key)
                 )
-            if clock is not None and speed is not None:
+            if set_clock is not None:
                 # The agent's fast clock starts when its process loads libfaketime, just after
                 # the exec _spawn returns on. Before that lie the guard's namespace set-up and
                 # the fork (27-34 ms measured, a test run beside): counted from the first
                 # estimate, the gateway's HTTP-dates would be (speed - 1) times that ahead of
                 # the agent's clock: over half a second at x20, more on a loaded machine.
-                clock(time.time(), speed)
+                set_clock(time.time(), speed)
             proc = gp.proc
             self.last_pgid = proc.pid
             readers = _start_readers(proc, out, err)

@@ -14,6 +14,10 @@ class Behaviours:
     """One switch per recovery behaviour; all on. Switching one off breaks only that one."""
 
     honour_retry_after: bool = True
+    # off: a Retry-After is waited twice over, late by less than a loaded machine makes a wait
+    # at the default time scale (RTY-01: a late failure is run again beside the others, then
+    # confirmed alone: conformance.verify.beside)
+    retry_after_on_time: bool = True
     backoff: bool = True
     retry_5xx: bool = True
     retry_connection_errors: bool = True

@@ -188,6 +188,7 @@ def retry_or_surface(core: RecoveringCore, f: AttemptFailure) -> Phase:
         connection_error=conn if status is None else None,
         headers=f.headers,
         honour_retry_after=core.b.honour_retry_after,
+        retry_after_on_time=core.b.retry_after_on_time,
         backoff=core.b.backoff,
         cap=core.b.backoff_cap,
         jitter=core.b.jitter,

@@ -211,6 +211,7 @@ def decide(
     headers: Mapping[str, str] | None = None,
     max_retries: int | None = MAX_RETRIES,
     honour_retry_after: bool = True,
+    retry_after_on_time: bool = True,
     honour_should_retry: bool = True,
     backoff: bool = True,
     cap: bool = True,
@@ -228,7 +229,7 @@ def decide(
     immediately, ``cap=False`` lets the backoff grow past 32 s, ``jitter=False`` waits the
     nominal delay exactly, ``full_base=False`` starts the backoff at half the base (0.25 s),
     ``final_4xx=False`` retries 400/401/403/404/422 like a 5xx, ``bound_retry_after=False``
-    sleeps on any Retry-After however long. ``max_retries=None`` never gives up.
+    sleeps on any Retry-After however long, ``retry_after_on_time=False`` waits it twice over. ``max_retries=None`` never gives up.
     """
     if retries_done < 0:
         raise ValueError(f"retries_done must be >= 0, got {retries_done}")
@@ -252,7 +253,8 @@ def decide(
                 kind,
                 f"{what}: Retry-After of {asked:g} s exceeds the {MAX_RETRY_AFTER_S:g} s bound",
             )
-        return RetryDecision(True, asked, kind, f"{what}: retry-after {asked:g} s")
+        wait = asked if retry_after_on_time else 2 * asked
+        return RetryDecision(True, wait, kind, f"{what}: retry-after {asked:g} s")
     if not backoff:
         return RetryDecision(True, 0.0, kind, f"{what}: immediate retry", 0.0)
     base = BASE_DELAY_S if full_base else BASE_DELAY_S / 2
