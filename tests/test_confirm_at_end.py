@@ -18,28 +18,24 @@ def _span_ns(entry: dict) -> tuple[int, int]:
     return min(times), max(times)
 
 
+def _broken_copy_run(switch: str, scenarios: list[str], tmp_path: Path) -> tuple[int, Path]:
+    """``conformance run -n 2`` of the reference agent with ``switch`` off over the RTY
+    ``scenarios``; its exit status and results file."""
+    agent = f"cmd:{sys.executable} -m conformance.reference adapter --off {switch}"
+    results = tmp_path / "r.json"
+    words = ["run", "-n", "2", "--agent", agent, "--results", str(results)]
+    words += ["--report-dir", str(tmp_path / "report")]
+    for name in scenarios:
+        words += ["--scenario", str(RTY / f"{name}.yaml")]
+    return main(words), results
+
+
 def test_a_failed_wait_is_confirmed_after_every_first_run_and_stands(tmp_path: Path, capsys):
     # Retry-After ignored: RTY-01's 2 s wait comes more than a second early on every clock.
-    agent = f"cmd:{sys.executable} -m conformance.reference adapter --off honour_retry_after"
-    results = tmp_path / "r.json"
-    rc = main(
-        [
-            "run",
-            "-n",
-            "2",
-            "--agent",
-            agent,
-            "--scenario",
-            str(RTY / "rty-01-retry-after-seconds.yaml"),
-            "--scenario",
-            str(RTY / "rty-06-request-timeout.yaml"),
-            "--scenario",
-            str(RTY / "rty-06-connection-refused.yaml"),
-            "--results",
-            str(results),
-            "--report-dir",
-            str(tmp_path / "report"),
-        ]
+    rc, results = _broken_copy_run(
+        "honour_retry_after",
+        ["rty-01-retry-after-seconds", "rty-06-request-timeout", "rty-06-connection-refused"],
+        tmp_path,
     )
     assert rc == 1  # RTY-01 FAIL, and no expectations allow it
     said = capsys.readouterr().err  # the progress lines
@@ -125,24 +121,10 @@ def test_a_wait_late_by_less_than_load_makes_one_fails_beside_the_others_and_alo
     # A broken copy that waits Retry-After twice over: at time scale 0.02 its wait is late by
     # tens of milliseconds real, what a loaded machine could make it. The run beside the others
     # at once fails too, and the confirmation at the end (alone, then slower) keeps the FAIL.
-    agent = f"cmd:{sys.executable} -m conformance.reference adapter --off retry_after_on_time"
-    results = tmp_path / "r.json"
-    rc = main(
-        [
-            "run",
-            "-n",
-            "2",
-            "--agent",
-            agent,
-            "--scenario",
-            str(RTY / "rty-01-retry-after-seconds.yaml"),
-            "--scenario",
-            str(RTY / "rty-06-connection-refused.yaml"),
-            "--results",
-            str(results),
-            "--report-dir",
-            str(tmp_path / "report"),
-        ]
+    rc, results = _broken_copy_run(
+        "retry_after_on_time",
+        ["rty-01-retry-after-seconds", "rty-06-connection-refused"],
+        tmp_path,
     )
     assert rc == 1
     said = capsys.readouterr().err
